@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Build the local systemd base image the Molecule scenarios boot, unless it already exists.
+# No registry is reachable on the development/CI machines, so the image is made with debootstrap
+# and `docker import`. A user with a registry sets GPUFLEET_MOLECULE_IMAGE instead (for example an
+# Ubuntu 24.04 systemd image) and this script is not needed.
+#   usage: build-base-image.sh [SUITE [IMAGE]]   (defaults: bookworm gpufleet/debian12-systemd:latest)
+set -euo pipefail
+
+suite=${1:-bookworm}
+image=${2:-gpufleet/debian12-systemd:latest}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+if docker image inspect "$image" >/dev/null 2>&1; then
+  echo "base image: $image present"
+  exit 0
+fi
+
+if ! command -v debootstrap >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq debootstrap >/dev/null
+fi
+
+rootfs=$(mktemp -d /var/tmp/gpufleet-rootfs.XXXXXX)
+trap 'rm -rf "$rootfs"' EXIT
+echo "base image: debootstrap $suite into $rootfs (about a minute)"
+debootstrap --variant=minbase \
+  --include=systemd,systemd-sysv,python3,python3-apt,python3-venv,sudo,iproute2,git,ca-certificates,procps,gnupg \
+  "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || { tail -n 30 "$rootfs.log" >&2; exit 1; }
+rm -f "$rootfs.log"
+# Units that make no sense in a container and slow boot or fail noisily.
+for unit in systemd-remount-fs.service getty.target console-getty.service systemd-udevd.service \
+            systemd-udev-trigger.service systemd-firstboot.service; do
+  ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
+done
+# apt inside the container must not try to start services during image use (policy-rc.d is absent:
+# services *should* start, since the roles manage real systemd units).
+echo "base image: importing as $image"
+tar -C "$rootfs" -c . | docker import -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' - "$image" >/dev/null
+echo "base image: $image built"

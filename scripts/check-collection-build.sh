@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build the collection tarball, install it into an empty collections path and list its modules
+# with ansible-doc: proves the artifact users install is complete (not just the checkout).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+work=$(mktemp -d /tmp/gpufleet-build.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+ansible-galaxy collection build --force --output-path "$work/dist" .
+tarball=$(ls "$work"/dist/gpufleet-llm_server-*.tar.gz)
+echo "built: $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
+ansible-galaxy collection install --offline -p "$work/collections" "$tarball"
+# Only the freshly installed copy may be visible: no checkout link, no site-packages bundle.
+listing=$(cd "$work" && ANSIBLE_CONFIG=/dev/null ANSIBLE_COLLECTIONS_PATH="$work/collections" \
+  ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false ansible-doc -t module -l gpufleet.llm_server)
+echo "$listing"
+expected=""
+for path in plugins/modules/*.py; do
+  name=$(basename "$path" .py)
+  [ -e "$path" ] && [ "$name" != __init__ ] && expected="$expected $name"
+done
+missing=0
+for m in $expected; do
+  grep -q "^gpufleet.llm_server.$m " <<<"$listing" || { echo "missing from ansible-doc -l: $m" >&2; missing=1; }
+done
+roles=""
+for path in roles/*/; do roles="$roles $(basename "$path")"; done
+for r in $roles; do
+  [ -f "$work/collections/ansible_collections/gpufleet/llm_server/roles/$r/meta/argument_specs.yml" ] \
+    || { echo "role $r not in the installed collection (or has no argument_specs)" >&2; missing=1; }
+done
+echo "modules: $(wc -w <<<"$expected"), roles: $(wc -w <<<"$roles")"
+exit $missing
