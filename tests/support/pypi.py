@@ -32,7 +32,7 @@ def download(name: str, version: str, *, prefer: str = "sdist") -> pathlib.Path:
                 attempts.reverse()
             errors = []
             for cmd in attempts:
-                proc = subprocess.run(cmd, capture_output=True, text=True)
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 if proc.returncode == 0 and _artifacts(target):
                     break
                 errors.append(proc.stderr[-2000:])
