@@ -33,10 +33,21 @@ setup() {
     scripts/ensure-docker.sh || return 1
     scripts/build-base-image.sh bookworm gpufleet/debian12-systemd:latest || return 1
   fi
+  # llama-cpp-python (the real CPU engine of the smoke-test tests) builds from source.
+  if [[ " $stages " == *" unit "* ]] && ! { command -v cmake && command -v g++; } >/dev/null 2>&1; then
+    echo "setup: installing cmake and g++ for the llama-cpp-python build"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ >/dev/null || return 1
+  fi
   scripts/bootstrap-venv.sh "$(command -v python3.11 || command -v python3)" .venv requirements-test.txt
 }
 
 run_stage setup setup || { echo "setup failed: nothing else can run"; exit 1; }
+
+# The CPU engine build (about 5 min on 2 cores, cached in ~/.cache/gpufleet) overlaps lint and
+# sanity; the tests that need it wait on its lock.
+if [[ " $stages " == *" unit "* ]]; then
+  python tests/support/llama_engine.py >"$logs/llama-engine.log" 2>&1 &
+fi
 
 for stage in $stages; do
   case $stage in

@@ -1,0 +1,209 @@
+"""The sglang_sm120_patch role (and the python_source_patch module under it) on real SGLang releases.
+
+Each release is downloaded from PyPI at test time (tests/support/pypi.py, cached): sdists up to
+0.5.10.post1, compiled wheels after it (the patched files are plain .py in both). The role runs
+through ansible-playbook against local "hosts", one per release, each with its own copy of the
+release's `sglang` package: no test doubles.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+import pytest
+
+from support.pypi import download
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+COMM = "srt/distributed/device_communicators"
+MIB = 1024 * 1024
+SIZES = {2: 64 * MIB, 4: 64 * MIB, 6: 128 * MIB, 8: 128 * MIB}
+
+# What each release holds (read from the real files): the size table's name, the class and file of
+# the multimem table, and key 10's world sizes (which key 12 mirrors).
+RELEASES = {
+    "0.5.4": ("SYMM_MEM_ALL_REDUCE_MAX_SIZES", "symm_mem.py", "SymmMemCommunicator", [6, 8]),
+    "0.5.6": ("TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", "torch_symm_mem.py", "TorchSymmMemCommunicator", [6, 8]),
+    "0.5.10.post1": ("TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", "torch_symm_mem.py", "TorchSymmMemCommunicator", [6, 8]),
+    "0.5.14": ("TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", "torch_symm_mem.py", "TorchSymmMemCommunicator", [6, 8]),
+    "0.5.23": ("TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", "torch_symm_mem.py", "TorchSymmMemCommunicator", [4, 6, 8]),
+}
+FILES = ("all_reduce_utils.py", "torch_symm_mem.py", "symm_mem.py")
+
+
+def host(version):
+    return "sglang_" + version.replace(".", "_")
+
+
+def unpack(version, dest):
+    """Extract the release's device_communicators/*.py (all of them) into DEST/sglang/..."""
+    archive = download("sglang", version)
+    wanted = "sglang/" + COMM + "/"
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as zf:
+            for name in zf.namelist():
+                if name.startswith(wanted) and name.endswith(".py"):
+                    zf.extract(name, dest)
+    else:
+        prefix = "sglang-%s/" % version
+        with tarfile.open(archive) as tf:
+            members = [m for m in tf.getmembers() if m.name.startswith(prefix + wanted) and m.name.endswith(".py")]
+            for member in members:
+                member.name = member.name[len(prefix):]
+            tf.extractall(dest, members=members, filter="data")
+    package = dest / "sglang"
+    assert (package / COMM / "all_reduce_utils.py").is_file(), "release %s lacks all_reduce_utils.py" % version
+    return package
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """Unpacked, untouched copies of every release (read-only reference)."""
+    base = tmp_path_factory.mktemp("pristine")
+    return {v: unpack(v, base / v) for v in RELEASES}
+
+
+def snapshot(package):
+    return {f: (package / COMM / f).read_bytes() for f in FILES if (package / COMM / f).exists()}
+
+
+def copy_releases(pristine, dest):
+    out = {}
+    for version, package in pristine.items():
+        out[version] = dest / version / "sglang"
+        shutil.copytree(package, out[version])
+    return out
+
+
+def run_role(packages, tmp_path, *extra, role_vars=None):
+    """Run the role on one local host per release; return (rc, parsed json callback output)."""
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    inventory = {"all": {"hosts": {host(v): {
+        "ansible_connection": "local", "ansible_python_interpreter": python,
+        "sglang_sm120_patch_target_dir": str(p)} for v, p in packages.items()}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    playbook = [{"name": "SM120 patch", "hosts": "all", "gather_facts": False, "vars": role_vars or {},
+                 "roles": [{"role": "gpufleet.llm_server.sglang_sm120_patch"}]}]
+    (tmp_path / "play.yml").write_text(json.dumps(playbook))
+    # run outside the checkout so its ansible.cfg (profile_tasks output) stays out of the JSON
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+               ANSIBLE_FORKS="5", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1")
+    bindir = pathlib.Path(sys.executable).parent
+    proc = subprocess.run([str(bindir / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
+                           str(tmp_path / "play.yml"), *extra],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    start = proc.stdout.find("{")
+    assert start != -1, proc.stdout + proc.stderr
+    return proc.returncode, json.loads(proc.stdout[start:])
+
+
+def task_results(output, name):
+    for play in output["plays"]:
+        for task in play["tasks"]:
+            if task["task"]["name"].split(" : ")[-1] == name:
+                return task["hosts"]
+    raise AssertionError("task %r not in the output" % name)
+
+
+def facts(output, hostname):
+    found = {}
+    for task in ("Report the capability keys present", "Report the capabilities every table covers"):
+        found.update(task_results(output, task)[hostname]["ansible_facts"])
+    return found
+
+
+def tables(package, version):
+    """Key 10 and 12 of both tables, read from the patched files (sizes by running the module file)."""
+    sizes_symbol, multimem_file, cls = RELEASES[version][:3]
+    namespace = {}
+    exec(compile((package / COMM / "all_reduce_utils.py").read_bytes(), "all_reduce_utils.py", "exec"), namespace)  # noqa: S102
+    sizes = namespace[sizes_symbol]
+    tree = ast.parse((package / COMM / multimem_file).read_bytes())
+    klass = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    node = next(s.value for s in klass.body if isinstance(s, ast.Assign) and s.targets[0].id == "_WORLD_SIZES_MULTIMEM")
+    return sizes, ast.literal_eval(node)
+
+
+def only_insertions(before, after):
+    ops = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False).get_opcodes()
+    return all(op[0] in ("equal", "insert") for op in ops)
+
+
+def test_releases_have_no_key_12_upstream(pristine):
+    for version, package in pristine.items():
+        sizes, multimem = tables(package, version)
+        assert 12 not in sizes and 12 not in multimem, version
+        assert sizes[10] == SIZES and multimem[10] == RELEASES[version][3], version
+
+
+def test_patch_every_release_then_nothing_changes(pristine, tmp_path):
+    packages = copy_releases(pristine, tmp_path / "trees")
+    rc, out = run_role(packages, tmp_path, "--diff")
+    assert rc == 0, json.dumps(out["stats"])
+    for version, package in packages.items():
+        name = host(version)
+        sizes_symbol, multimem_file, cls, multimem_10 = RELEASES[version]
+        assert out["stats"][name]["changed"] >= 1 and out["stats"][name]["failures"] == 0
+        for filename, data in snapshot(package).items():
+            compile(data, filename, "exec")
+            assert only_insertions(pristine[version].joinpath(COMM, filename).read_text(), data.decode()), filename
+        sizes, multimem = tables(package, version)
+        assert sizes[12] == sizes[10] == SIZES, version
+        assert multimem[12] == multimem[10] == multimem_10, version
+        found = facts(out, name)
+        assert found["sglang_sm120_patch_changed"] is True
+        assert found["sglang_sm120_patch_keys"]["all_reduce_max_sizes"]["symbol"] == sizes_symbol
+        assert found["sglang_sm120_patch_keys"]["world_sizes_multimem"]["symbol"] == cls + "._WORLD_SIZES_MULTIMEM"
+        assert found["sglang_sm120_patch_keys"]["world_sizes_multimem"]["path"].endswith("/" + multimem_file)
+        assert found["sglang_sm120_patch_capabilities"] == [9, 10, 12]
+        backups = [p for p in (package / COMM).iterdir() if p.name.endswith("~")]
+        assert len(backups) == 2, backups
+    after_first = {v: snapshot(p) for v, p in packages.items()}
+
+    rc, out = run_role(packages, tmp_path)
+    assert rc == 0
+    for version, package in packages.items():
+        assert out["stats"][host(version)]["changed"] == 0, version
+        assert snapshot(package) == after_first[version], version
+        assert facts(out, host(version))["sglang_sm120_patch_capabilities"] == [9, 10, 12]
+
+
+def test_check_mode_reports_and_writes_nothing(pristine, tmp_path):
+    packages = copy_releases({v: pristine[v] for v in ("0.5.10.post1", "0.5.23")}, tmp_path / "trees")
+    rc, out = run_role(packages, tmp_path, "--check", "--diff")
+    assert rc == 0, json.dumps(out["stats"])
+    for version, package in packages.items():
+        assert out["stats"][host(version)]["changed"] >= 1
+        assert snapshot(package) == snapshot(pristine[version])
+        keys = facts(out, host(version))["sglang_sm120_patch_keys"]
+        assert keys["all_reduce_max_sizes"]["pending"] and keys["all_reduce_max_sizes"]["keys"] == [9, 10]
+        diff = task_results(out, "Ensure the SM120 entries")[host(version)]["results"][0]["diff"]
+        assert "12: {" in diff["after"] and "12: {" not in diff["before"]
+
+
+def test_renamed_dict_fails_and_changes_nothing(pristine, tmp_path):
+    packages = copy_releases(pristine, tmp_path / "trees")
+    for version, package in packages.items():
+        path = package / COMM / "all_reduce_utils.py"
+        path.write_bytes(path.read_bytes().replace(b"SYMM_MEM_ALL_REDUCE_MAX_SIZES", b"SYMM_MEM_AR_LIMITS"))
+    before = {v: snapshot(p) for v, p in packages.items()}
+    rc, out = run_role(packages, tmp_path)
+    assert rc != 0
+    failed = task_results(out, "Check every patch target before changing any file")
+    for version, package in packages.items():
+        name = host(version)
+        assert out["stats"][name]["failures"] == 1 and out["stats"][name]["changed"] == 0
+        message = failed[name]["results"][0]["msg"]
+        assert str(package / COMM / "all_reduce_utils.py") in message
+        assert RELEASES[version][0] in message and "SYMM_MEM_AR_LIMITS (line 3)" in message
+        assert snapshot(package) == before[version], version

@@ -1,0 +1,121 @@
+"""The stand-in SGLang engine (tests/support/standin_sglang, a test double for a 400B model that cannot
+run here) installed into a real venv with pip and started with a real rendered argv on loopback.
+Ports 30190-30199."""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+STANDIN = ROOT / "tests" / "support" / "standin_sglang"
+
+
+@pytest.fixture(scope="module")
+def venv_python(tmp_path_factory):
+    venv = tmp_path_factory.mktemp("standin-venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(STANDIN)], check=True)
+    return py
+
+
+def _free(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _get(url, key=None, body=None):
+    req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None)
+    if key:
+        req.add_header("Authorization", "Bearer " + key)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture
+def server(venv_python, tmp_path):
+    procs = []
+
+    def start(port, extra=(), mode="ok"):
+        assert _free(port), f"port {port} busy"
+        env = dict(os.environ, GPUFLEET_STANDIN_MODE=mode, GPUFLEET_STANDIN_ARGV_FILE=str(tmp_path / "argv.json"))
+        argv = [str(venv_python), "-m", "sglang.launch_server", "--model-path", "/m", "--served-model-name", "demo",
+                "--tp-size", "8", "--enable-hierarchical-cache", "--host", "127.0.0.1", "--port", str(port), *extra]
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _wait_ready(proc):
+    deadline = time.time() + 20
+    lines = []
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        lines.append(line)
+        if "The server is fired up and ready to roll!" in line:
+            return lines
+    raise AssertionError("not ready: %s" % lines)
+
+
+def test_ok_mode_serves_the_openai_surface(server, tmp_path):
+    proc = server(30191, ["--api-key", "k", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"])
+    _wait_ready(proc)
+    base = "http://127.0.0.1:30191"
+    assert _get(base + "/health")[0] == 200 and _get(base + "/ping")[0] == 200
+    assert _get(base + "/v1/models")[0] == 401
+    status, body = _get(base + "/v1/models", "k")
+    assert status == 200 and json.loads(body)["data"][0]["id"] == "demo"
+    q = {"messages": [{"role": "user", "content": "What is the capital of France?"}]}
+    msg = json.loads(_get(base + "/v1/chat/completions", "k", q)[1])["choices"][0]["message"]
+    assert msg["content"] == "Paris" and msg["reasoning_content"]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    choice = json.loads(_get(base + "/v1/chat/completions", "k", dict(q, tools=tools))[1])["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}
+    stream = _get(base + "/v1/chat/completions", "k", dict(q, stream=True))[1]
+    assert stream.rstrip().endswith("data: [DONE]") and '"content": "Paris"' in stream
+    info = json.loads(_get(base + "/server_info", "k")[1])
+    assert info["ignored_args"] == ["--tp-size", "8", "--enable-hierarchical-cache"]
+    assert "k" not in info["argv"] and "<redacted>" in info["argv"]
+    assert json.loads((tmp_path / "argv.json").read_text())["argv"][:2] == ["--model-path", "/m"]
+
+
+def test_no_parsers_means_no_tool_calls_or_reasoning(server):
+    proc = server(30192)
+    _wait_ready(proc)
+    q = {"messages": [{"role": "user", "content": "capital of France?"}],
+         "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}
+    msg = json.loads(_get("http://127.0.0.1:30192/v1/chat/completions", body=q)[1])["choices"][0]["message"]
+    assert msg["tool_calls"] is None and msg["reasoning_content"] is None and msg["content"] == "Paris"
+
+
+def test_delay_mode_answers_503_while_loading(server):
+    proc = server(30193, mode="delay=3")
+    time.sleep(1.0)
+    assert _get("http://127.0.0.1:30193/health")[0] == 503
+    assert _get("http://127.0.0.1:30193/ping")[0] == 200
+    _wait_ready(proc)
+    assert _get("http://127.0.0.1:30193/health")[0] == 200
+
+
+def test_unknown_mode_refused(venv_python):
+    proc = subprocess.run([str(venv_python), "-m", "sglang.launch_server", "--model-path", "/m", "--port", "30194"],
+                          env=dict(os.environ, GPUFLEET_STANDIN_MODE="bogus"), capture_output=True, text=True, timeout=20)
+    assert proc.returncode != 0 and "unknown GPUFLEET_STANDIN_MODE entry 'bogus'" in proc.stderr

@@ -1,0 +1,125 @@
+"""Helpers for the smoke-test integration tests: loopback ports, the SGLang stand-in, running the module.
+
+Ports come from the smoke-test range 30200-30299 (docs/development.md), picked free at run time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+STANDIN = ROOT / "tests" / "support" / "standin_sglang"
+PORTS = range(30200, 30300)
+_taken: set[int] = set()
+
+
+def free_port() -> int:
+    """A loopback port in 30200-30299 that nothing listens on (and this run has not handed out)."""
+    for port in PORTS:
+        if port in _taken:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _taken.add(port)
+        return port
+    raise RuntimeError("no free port in 30200-30299")
+
+
+def wait_http(url: str, timeout: float = 30.0, want: int = 200) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 (loopback)
+                if resp.status == want:
+                    return
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer {want} within {timeout}s")
+
+
+class Standin:
+    """The SGLang stand-in (tests/support/standin_sglang, a test double) as a plain process."""
+
+    def __init__(self, tmp: pathlib.Path, mode: str = "ok", *, served_model_name: str | None = "kimi-k2.5",
+                 model_path: str = "/shared/kimi-k2.5-int4", tool_call_parser: str | None = None,
+                 reasoning_parser: str | None = None, api_key: str | None = None, wait: bool = True):
+        self.port = free_port()
+        self.tmp = tmp
+        self.log_path = tmp / f"standin-{self.port}.log"
+        argv = ["--model-path", model_path, "--host", "127.0.0.1", "--port", str(self.port),
+                "--tp-size", "8", "--mem-fraction-static", "0.88"]
+        if served_model_name:
+            argv += ["--served-model-name", served_model_name]
+        if tool_call_parser:
+            argv += ["--tool-call-parser", tool_call_parser]
+        if reasoning_parser:
+            argv += ["--reasoning-parser", reasoning_parser]
+        if api_key:
+            argv += ["--api-key", api_key]
+        env = dict(os.environ, GPUFLEET_STANDIN_MODE=mode, PYTHONPATH=str(STANDIN),
+                   GPUFLEET_STANDIN_ARGV_FILE=str(tmp / f"argv-{self.port}.json"))
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", *argv], env=env,
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        if wait:
+            wait_http(self.base_url + "/health", 30)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def run_module(args: dict, tmp_path: pathlib.Path, *, check: bool = False, expect_error: bool = False):
+    """Run gpufleet.llm_server.openai_smoke_test through ansible-playbook on localhost; return its result.
+
+    The task fails only when the module could not run the checks (`passed` missing); failed checks
+    are returned. expect_error=True: assert that ansible-playbook failed and return its output."""
+    playbook = tmp_path / "smoke.yml"
+    playbook.write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "tasks": [
+            {"name": "smoke", "gpufleet.llm_server.openai_smoke_test": args, "register": "smoke",
+             "failed_when": "smoke.passed is not defined"},
+            {"name": "dump", "check_mode": False,
+             "ansible.builtin.copy": {"content": "{{ smoke | to_json }}", "dest": str(tmp_path / "result.json")}},
+        ],
+    }]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_LOCALHOST_WARNING="0",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_NOCOLOR="1")
+    venv_bin = pathlib.Path(sys.executable).parent
+    cmd = [str(venv_bin / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+           "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)]
+    if check:
+        cmd.append("--check")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    if expect_error:
+        assert proc.returncode != 0, proc.stdout[-4000:]
+        return proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    result["_stdout"] = proc.stdout
+    return result
