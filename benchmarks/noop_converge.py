@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark (not a timed test): no-op re-converge of sglang_service vs a play of the same task count
 doing only no-ops, plus the restart counts of a no-op run.
 
@@ -41,7 +40,7 @@ def env():
 def play(inv, playbook):
     start = time.monotonic()
     proc = subprocess.run(["ansible-playbook", "-i", inv, str(playbook)], env=env(), capture_output=True, text=True,
-                          cwd=ROOT)
+                          cwd=ROOT, check=False)
     took = time.monotonic() - start
     if proc.returncode:
         sys.exit(proc.stdout[-3000:] + proc.stderr[-2000:])
@@ -65,7 +64,7 @@ def main():
     converge = ROOT / "molecule" / "sglang_service" / "converge.yml"
     before = unit_state(inv)
     times, recap = [], None
-    for _ in range(args.runs):
+    for _run in range(args.runs):
         took, recap = play(inv, converge)
         times.append(took)
     after = unit_state(inv)
@@ -75,7 +74,7 @@ def main():
         for i in range(tasks):
             handle.write(f"    - name: No-op {i}\n      ansible.builtin.ping:\n")
         baseline_book = handle.name
-    base = [play(inv, baseline_book)[0] for _ in range(args.runs)]
+    base = [play(inv, baseline_book)[0] for _run in range(args.runs)]
     os.unlink(baseline_book)
     print(f"no-op re-converge of sglang_service: {min(times):.1f} s best / {sum(times) / len(times):.1f} s mean "
           f"over {args.runs} runs (ok={recap[0]} changed={recap[1]} skipped={recap[2]})")

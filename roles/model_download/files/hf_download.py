@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Download a Hugging Face repo snapshot into a directory (resumable; token from a file, never argv).
 
 usage: hf_download.py REPO REVISION LOCAL_DIR TOKEN_FILE MAX_WORKERS

@@ -4,7 +4,6 @@ time (tests/support/pypi.py, cached). The definitions are read from source by
 plugins/module_utils/sglang_flags.py (no torch, no SGLang import): these tests also pin that reader
 to facts checked by hand in those releases (docs: shared sglang-facts.md)."""
 
-import pathlib
 import re
 
 import pytest
@@ -34,7 +33,7 @@ def table(release):
 
 
 def test_version_and_layout(release, table):
-    version, _ = release
+    version = release[0]
     assert table.version == version
     assert table.layout == ("server_args" if version == "0.5.10.post1" else "arg_groups")
 
@@ -118,8 +117,8 @@ def test_gdn_backend_table_matches_sglang_source(release):
     vt = sf.version_tuple(version)
     [allowed] = [set(b) for low, high, b in sp.GDN_BLACKWELL_BACKENDS if low <= vt < high]
     if version == "0.5.10.post1":
-        found = set(re.findall(r'attention_backend == "(\w+)"', source[source.index("hybrid_gdn_config is not None"):
-                                                                          source.index("hybrid GDN models, use")]))
+        gdn_block = source[source.index("hybrid_gdn_config is not None"):source.index("hybrid GDN models, use")]
+        found = set(re.findall(r'attention_backend == "(\w+)"', gdn_block))
     else:
         found = set(re.findall(r'"(\w+)"', re.search(r"is_sm120:\s*\n\s*allowed = \{([^}]*)\}", source).group(1)))
     assert found == allowed
