@@ -154,6 +154,8 @@ class Router(_Proc):
         self.url = f"http://127.0.0.1:{port}"
         cmd = [str(router_python()), "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
                "--port", str(port), "--policy", policy, "--health-check-interval-secs", "2",
+               # Its Prometheus exporter has its own listener (default 29000): one per router.
+               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(port + 500),
                "--worker-startup-check-interval", "1", "--log-level", "warn"]
         if workers:
             cmd += ["--worker-urls", *workers]
