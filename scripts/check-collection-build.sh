@@ -9,10 +9,12 @@ trap 'rm -rf "$work"' EXIT
 ansible-galaxy collection build --force --output-path "$work/dist" .
 tarball=$(ls "$work"/dist/gpufleet-llm_server-*.tar.gz)
 echo "built: $(basename "$tarball") ($(du -h "$tarball" | cut -f1))"
-ansible-galaxy collection install --offline -p "$work/collections" "$tarball"
-# Only the freshly installed copy may be visible: no checkout link, no site-packages bundle.
-listing=$(cd "$work" && ANSIBLE_CONFIG=/dev/null ANSIBLE_COLLECTIONS_PATH="$work/collections" \
-  ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false ansible-doc -t module -l gpufleet.llm_server)
+# Only the freshly installed copy may be visible: not the checkout link of ./ansible.cfg, not the
+# collections bundled in the venv's site-packages.
+printf '[defaults]\ncollections_path = %s\ncollections_scan_sys_path = false\n' "$work/collections" >"$work/ansible.cfg"
+export ANSIBLE_CONFIG="$work/ansible.cfg"
+(cd "$work" && ansible-galaxy collection install --offline --force -p "$work/collections" "$tarball")
+listing=$(cd "$work" && ansible-doc -t module -l gpufleet.llm_server)
 echo "$listing"
 expected=""
 for path in plugins/modules/*.py; do
