@@ -50,8 +50,11 @@ def start(name: str) -> None:
 def playbook(inventory: pathlib.Path, play: pathlib.Path, forks: int, limit: str | None = None,
              log: pathlib.Path | None = None) -> tuple[float, str, int]:
     env = dict(os.environ, ANSIBLE_FORKS=str(forks), ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_CALLBACKS_ENABLED="", ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
-               PATH=f"{VENV_BIN}:{os.environ['PATH']}")
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
+               PATH=f"{VENV_BIN}:{os.environ['PATH']}",
+               # The default scenario's prepare and group_vars read Molecule's variables.
+               MOLECULE_PROJECT_DIRECTORY=str(ROOT), MOLECULE_EPHEMERAL_DIRECTORY=str(inventory.parent),
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"))
     cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(play)]
     if limit:
         cmd += ["--limit", limit]
