@@ -46,39 +46,16 @@ def _cache() -> pathlib.Path:
     return pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".cache" / "gpufleet"))
 
 
-def venv_dir() -> pathlib.Path:
-    pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return _cache() / f"llama-cpp-python-{LLAMA_CPP_VERSION}-py{pyver}"
-
-
 def engine_python(log=None) -> pathlib.Path:
     """Return the venv python that has llama-cpp-python[server]; build it once (about 5 min)."""
-    venv = venv_dir()
-    marker = venv / ".complete"
-    python = venv / "bin" / "python"
-    if marker.exists():
-        return python
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(str(venv) + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists():
-            return python
-        if venv.exists():
-            shutil.rmtree(venv)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        env = dict(os.environ)
-        env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
-        cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-               "--no-binary", "llama-cpp-python", f"llama-cpp-python[server]=={LLAMA_CPP_VERSION}",
-               *SERVER_PINS]
-        started = time.monotonic()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"building llama-cpp-python[server]=={LLAMA_CPP_VERSION} failed "
-                               f"(rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
-        marker.write_text(f"built in {time.monotonic() - started:.0f}s\n")
-        if log:
-            log(f"built llama-cpp-python in {time.monotonic() - started:.0f}s")
+    env = dict(os.environ)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
+    python, took = pypi.cached_venv(
+        f"llama-cpp-python-{LLAMA_CPP_VERSION}",
+        ["--no-binary", "llama-cpp-python", f"llama-cpp-python[server]=={LLAMA_CPP_VERSION}", *SERVER_PINS],
+        env=env)
+    if took is not None and log:
+        log(f"built llama-cpp-python in {took:.0f}s")
     return python
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import fcntl
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 
 CACHE = pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".cache" / "gpufleet"))
@@ -56,3 +58,32 @@ def extract(archive: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
         with tarfile.open(archive) as tf:
             tf.extractall(dest, filter="data")
     return dest
+
+
+def cached_venv(name: str, pip_args: list[str], *, env: dict | None = None) -> tuple[pathlib.Path, float | None]:
+    """Return (python, build seconds or None if cached) of a venv $GPUFLEET_CACHE/NAME-pyX.Y holding pip_args.
+
+    Built once under a lock; a finished venv carries a `.complete` marker, a half-built one is redone.
+    """
+    venv = CACHE / f"{name}-py{sys.version_info.major}.{sys.version_info.minor}"
+    python = venv / "bin" / "python"
+    marker = venv / ".complete"
+    if marker.exists():
+        return python, None
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(str(venv) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return python, None
+        if venv.exists():
+            shutil.rmtree(venv)
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args],
+                              env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pip install {' '.join(pip_args)} failed (rc={proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        took = time.monotonic() - started
+        marker.write_text(f"built in {took:.0f}s\n")
+    return python, took

@@ -12,7 +12,6 @@ Ports: 32000-32999 (docs/development.md); each test module uses its own sub-rang
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import pathlib
@@ -37,26 +36,7 @@ def _cache() -> pathlib.Path:
 
 
 def _venv(name: str, install: list[str]) -> pathlib.Path:
-    pyver = f"{sys.version_info.major}.{sys.version_info.minor}"
-    venv = _cache() / f"{name}-py{pyver}"
-    python = venv / "bin" / "python"
-    marker = venv / ".complete"
-    if marker.exists():
-        return python
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(str(venv) + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if marker.exists():
-            return python
-        if venv.exists():
-            shutil.rmtree(venv)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                               *install], capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"pip install {install} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-        marker.write_text("ok\n")
-    return python
+    return pypi.cached_venv(name, install)[0]
 
 
 def router_python() -> pathlib.Path:
