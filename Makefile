@@ -36,7 +36,7 @@ unit: venv-test
 	pytest tests/unit tests/integration
 
 molecule: venv-test
-	scripts/ensure-docker.sh && scripts/build-base-image.sh && molecule test --all
+	scripts/ensure-docker.sh && scripts/build-base-image.sh && scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest && molecule test --all
 
 build: venv
 	ansible-galaxy collection build --force --output-path build/

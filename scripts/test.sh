@@ -31,7 +31,14 @@ setup() {
   command -v git >/dev/null || { echo "setup: git is required" >&2; return 1; }
   if [[ " $stages " == *" molecule "* ]]; then
     scripts/ensure-docker.sh || return 1
-    scripts/build-base-image.sh bookworm gpufleet/debian12-systemd:latest || return 1
+    if ! command -v debootstrap >/dev/null 2>&1; then
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null || return 1
+    fi
+    # Debian 12 for every scenario, Debian 13 for molecule/trixie; the two downloads overlap.
+    scripts/build-base-image.sh bookworm gpufleet/debian12-systemd:latest & local bookworm_build=$!
+    scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest & local trixie_build=$!
+    wait "$bookworm_build" || return 1
+    wait "$trixie_build" || return 1
   fi
   # llama-cpp-python (the real CPU engine of the smoke-test tests) builds from source.
   if [[ " $stages " == *" unit "* ]] && ! { command -v cmake && command -v g++; } >/dev/null 2>&1; then
