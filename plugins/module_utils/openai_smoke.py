@@ -245,10 +245,11 @@ def degenerate(text):
     return None
 
 
-def _usage_tokens(body):
-    usage = body.get("usage") or {}
-    tokens = usage.get("completion_tokens")
-    return tokens if isinstance(tokens, int) else None
+def _speed(body, latency):
+    """latency_s, completion_tokens (from the answer's usage) and tokens_per_s of one request."""
+    tokens = (body.get("usage") or {}).get("completion_tokens")
+    tokens = tokens if isinstance(tokens, int) else None
+    return {"latency_s": round(latency, 3), "completion_tokens": tokens, "tokens_per_s": _rate(tokens, latency)}
 
 
 def _rate(tokens, seconds):
@@ -330,10 +331,7 @@ class SmokeTest:
         message = choice.get("message") or {}
         content = message.get("content") or ""
         reasoning = message.get("reasoning_content") or ""
-        tokens = _usage_tokens(body)
-        result["latency_s"] = round(latency, 3)
-        result["completion_tokens"] = tokens
-        result["tokens_per_s"] = _rate(tokens, latency)
+        result.update(_speed(body, latency))
         result["content"] = _short(content)
         result["finish_reason"] = choice.get("finish_reason")
         result["matched_stop"] = choice.get("matched_stop")
@@ -391,8 +389,7 @@ class SmokeTest:
         message = choice.get("message") or {}
         content = message.get("content") or ""
         calls = message.get("tool_calls") or []
-        tokens = _usage_tokens(body)
-        result.update(latency_s=round(latency, 3), completion_tokens=tokens, tokens_per_s=_rate(tokens, latency),
+        result.update(_speed(body, latency),
                       content=_short(content), finish_reason=choice.get("finish_reason"), tool_calls=calls)
         var = profile_var(self.profile, "tool_call_parser")
         if choice.get("matched_stop") == NAN_STOP or degenerate(content):
@@ -449,8 +446,7 @@ class SmokeTest:
         message = choice.get("message") or {}
         content = message.get("content") or ""
         reasoning = message.get("reasoning_content") or ""
-        tokens = _usage_tokens(body)
-        result.update(latency_s=round(latency, 3), completion_tokens=tokens, tokens_per_s=_rate(tokens, latency),
+        result.update(_speed(body, latency),
                       content=_short(content), reasoning_content=_short(reasoning))
         var = profile_var(self.profile, "reasoning_parser")
         if THINK_MARKUP.search(content):

@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # run as a script: make `support` importable
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from support import pypi  # noqa: E402  (after the sys.path fix above)
+from support.processes import stop_process  # noqa: E402
 
 LLAMA_CPP_VERSION = "0.3.36"
 SMOLLM2_VERSION = "0.1.2"
@@ -149,13 +150,7 @@ class LlamaServer(contextlib.AbstractContextManager):
         raise RuntimeError(f"llama_cpp.server not ready on {self.base_url} after {self.timeout}s")
 
     def __exit__(self, *exc) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if self._log not in (None, subprocess.DEVNULL):
             self._log.close()
 

@@ -26,6 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support import pypi  # noqa: E402
+from support.processes import stop_process  # noqa: E402
 
 ROUTER_VERSION = "0.3.2"
 STANDIN_SRC = ROOT / "tests" / "support" / "standin_sglang"
@@ -93,13 +94,7 @@ class _Proc(contextlib.AbstractContextManager):
         raise RuntimeError(f"{self.ready_url} not ready after {self.timeout}s")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
     def __exit__(self, *exc):
         self.stop()

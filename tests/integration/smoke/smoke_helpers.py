@@ -18,6 +18,9 @@ import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 STANDIN = ROOT / "tests" / "support" / "standin_sglang"
+sys.path.insert(0, str(ROOT / "tests"))
+
+from support.processes import stop_process  # noqa: E402
 PORTS = range(30200, 30300)
 _taken: set[int] = set()
 
@@ -83,13 +86,7 @@ class Standin:
         return self.log_path.read_text()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout=10)
         self._log.close()
 
 
