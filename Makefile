@@ -8,11 +8,12 @@ LIMIT ?= llm-server
 ARGS ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: deploy test venv venv-test lint sanity unit molecule build clean help
+.PHONY: deploy test test-cold venv venv-test lint sanity unit molecule build clean help
 
 help:
 	@echo "make deploy [LIMIT=host|group] [ARGS='--tags sm120-patch --check --diff']"
 	@echo "make test   (lint, sanity, unit, molecule; installs Docker/images/venv as needed)"
+	@echo "make test-cold  (make test from a fresh clone, empty caches and no base images)"
 
 venv:
 	@scripts/bootstrap-venv.sh $(PYTHON) $(VENV) requirements.txt
@@ -26,17 +27,20 @@ deploy: venv
 test:
 	@scripts/test.sh
 
+test-cold:
+	@scripts/test-cold.sh
+
 lint: venv-test
-	ansible-lint --profile production
+	scripts/lint.sh
 
 sanity: venv-test
 	scripts/ansible-test-sanity.sh
 
 unit: venv-test
-	pytest tests/unit tests/integration
+	python tests/support/llama_engine.py && pytest tests/unit tests/integration
 
 molecule: venv-test
-	scripts/ensure-docker.sh && scripts/build-base-image.sh && scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest && molecule test --all
+	scripts/ensure-docker.sh && scripts/build-base-image.sh && scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest && python scripts/molecule_scenarios.py
 
 build: venv
 	ansible-galaxy collection build --force --output-path build/

@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # The project's whole test run (`make test`, and CI's .ci/run). On a bare Debian machine it installs
-# and starts what it needs: Docker engine, the local systemd base image, the Python venv. Then it runs
-# every stage, even after a failure, prints a summary, and exits non-zero if any stage failed.
+# and starts what it needs: Docker engine, the local systemd base images, the build tools of the CPU
+# test engine, the Python venv. Then it runs every stage, even after a failure, prints a summary
+# (every stage, every Molecule scenario, pytest's closing line), and exits non-zero if anything failed
+# or did not run.
 #   STAGES="lint sanity unit build molecule" scripts/test.sh   # a subset
+#   SCENARIOS="default fleet" scripts/test.sh                  # some Molecule scenarios only
+#   scripts/test-cold.sh                                       # the same from an empty cache, no images
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 export PATH="$root/.venv/bin:$PATH"
-export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 ANSIBLE_NOCOLOR=1 NO_COLOR=1
+export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 ANSIBLE_NOCOLOR=1 NO_COLOR=1 PYTHONUNBUFFERED=1
 logs="$root/tests/output/logs"
 mkdir -p "$logs" && rm -f "$logs"/*.log
 stages=${STAGES:-"lint sanity unit build molecule"}
+export GPUFLEET_MOLECULE_IMAGE=${GPUFLEET_MOLECULE_IMAGE:-gpufleet/debian12-systemd:latest}
+export GPUFLEET_MOLECULE_IMAGE_TRIXIE=${GPUFLEET_MOLECULE_IMAGE_TRIXIE:-gpufleet/debian13-systemd:latest}
 declare -A status elapsed
 start_all=$SECONDS
 
@@ -26,58 +32,98 @@ run_stage() {  # run_stage NAME CMD...: output to the terminal and to tests/outp
   return "$rc"
 }
 
+# shellcheck disable=SC2317  # invoked indirectly, from setup (run through run_stage)
+apt_install() {  # apt_install PACKAGE...: Debian packages the run needs
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 # shellcheck disable=SC2317  # invoked indirectly, through run_stage
 setup() {
   command -v git >/dev/null || { echo "setup: git is required" >&2; return 1; }
   if [[ " $stages " == *" molecule "* ]]; then
     scripts/ensure-docker.sh || return 1
-    if ! command -v debootstrap >/dev/null 2>&1; then
-      DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null || return 1
-    fi
-    # Debian 12 for every scenario, Debian 13 for molecule/trixie; the two downloads overlap.
-    scripts/build-base-image.sh bookworm gpufleet/debian12-systemd:latest & local bookworm_build=$!
-    scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest & local trixie_build=$!
-    wait "$bookworm_build" || return 1
-    wait "$trixie_build" || return 1
+    command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap || return 1
+    # Debian 12 for every scenario, Debian 13 for molecule/trixie; the two downloads overlap. Only
+    # the project's own local images (gpufleet/...) are built; another name (GPUFLEET_MOLECULE_IMAGE,
+    # e.g. an Ubuntu 24.04 systemd image) is the user's, and Docker pulls it from their registry.
+    local pids=() suite image
+    for suite in bookworm trixie; do
+      image=$GPUFLEET_MOLECULE_IMAGE
+      [ "$suite" = trixie ] && image=$GPUFLEET_MOLECULE_IMAGE_TRIXIE
+      [[ $image == gpufleet/* ]] || continue
+      scripts/build-base-image.sh "$suite" "$image" & pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || return 1; done
   fi
-  # llama-cpp-python (the real CPU engine of the smoke-test tests) builds from source.
-  if [[ " $stages " == *" unit "* ]] && ! { command -v cmake && command -v g++; } >/dev/null 2>&1; then
-    echo "setup: installing cmake and g++ for the llama-cpp-python build"
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ >/dev/null || return 1
+  # llama-cpp-python (the real CPU engine of the smoke-test tests) builds from source; objdump
+  # (binutils, with g++) checks the instruction set of what it built, and qemu-user runs it on an
+  # emulated AVX2-only CPU (tests/unit/harness/test_llama_engine.py).
+  if [[ " $stages " == *" unit "* ]] && ! { command -v cmake && command -v g++ && command -v objdump && command -v qemu-x86_64; } >/dev/null 2>&1; then
+    echo "setup: installing cmake, g++ and qemu-user for the CPU test engine"
+    apt_install cmake g++ binutils qemu-user || return 1
+  fi
+  # ansible-test sanity skips its shellcheck test, silently but for one warning, without shellcheck.
+  if [[ " $stages " == *" sanity "* ]] && ! command -v shellcheck >/dev/null 2>&1; then
+    apt_install shellcheck || return 1
   fi
   scripts/bootstrap-venv.sh "$(command -v python3.11 || command -v python3)" .venv requirements-test.txt
 }
 
 run_stage setup setup || { echo "setup failed: nothing else can run"; exit 1; }
 
-# The CPU engine build (about 5 min on 2 cores, cached in ~/.cache/gpufleet) overlaps lint and
-# sanity; the tests that need it wait on its lock.
+# The CPU engine build and self-check (about 5 min on 2 idle cores, cached in $GPUFLEET_CACHE)
+# overlaps lint and sanity; the unit stage waits for it. Its result is a stage of its own, so a
+# broken engine reads as what it is, not as smoke-test failures.
+engine_pid=
 if [[ " $stages " == *" unit "* ]]; then
-  python tests/support/llama_engine.py >"$logs/llama-engine.log" 2>&1 &
+  engine_t0=$SECONDS
+  echo "=== [engine] python tests/support/llama_engine.py (in the background; log: $logs/engine.log)"
+  python tests/support/llama_engine.py >"$logs/engine.log" 2>&1 &
+  engine_pid=$!
 fi
+
+wait_engine() {
+  [ -n "$engine_pid" ] || return 0
+  wait "$engine_pid"; local rc=$?
+  engine_pid=
+  elapsed[engine]=$((SECONDS - engine_t0))
+  if [ "$rc" -eq 0 ]; then
+    status[engine]=PASS
+  else
+    status[engine]="FAIL (exit $rc)"
+    # The tests that need the engine report this log instead of building it a second time.
+    export GPUFLEET_ENGINE_FAILED_LOG="$logs/engine.log"
+  fi
+  echo "=== [engine] ${status[engine]} in ${elapsed[engine]} s"
+  sed 's/^/    /' "$logs/engine.log"
+}
 
 for stage in $stages; do
   case $stage in
     lint)     run_stage lint scripts/lint.sh ;;
     sanity)   run_stage sanity scripts/ansible-test-sanity.sh ;;
-    unit)     run_stage unit pytest -p no:cacheprovider tests/unit tests/integration ;;
+    unit)     wait_engine; run_stage unit pytest -p no:cacheprovider tests/unit tests/integration ;;
     build)    run_stage build scripts/check-collection-build.sh ;;
-    molecule) run_stage molecule molecule test --all ;;
+    molecule)
+      # shellcheck disable=SC2086  # SCENARIOS is a list of names
+      run_stage molecule python scripts/molecule_scenarios.py --log-dir "$logs" ${SCENARIOS:-} ;;
     *) echo "unknown stage $stage"; status[$stage]="FAIL (unknown)";;
   esac
 done
+wait_engine
 
 echo
 echo "=================== summary ($(( (SECONDS - start_all) / 60 )) min $(( (SECONDS - start_all) % 60 )) s) ==================="
 failed=0
-for stage in setup $stages; do
+report_stages="setup"
+[[ " $stages " == *" unit "* ]] && report_stages+=" engine"
+for stage in $report_stages $stages; do
   printf '%-9s %-16s %5s s\n' "$stage" "${status[$stage]:-not run}" "${elapsed[$stage]:-0}"
   [ "${status[$stage]:-}" = PASS ] || failed=1
 done
 if [ -f "$logs/molecule.log" ]; then
-  echo "--- molecule scenario results"
-  sed 's/\x1b\[[0-9;]*m//g' "$logs/molecule.log" | awk '/SCENARIO RECAP/{p=1; next} p && NF' | tail -n 20
-  sed 's/\x1b\[[0-9;]*m//g' "$logs/molecule.log" | grep -E "Molecule executed" | tail -n 1
+  sed 's/\x1b\[[0-9;]*m//g' "$logs/molecule.log" | awk '/^--- molecule scenarios/{p=1} p'
 fi
 if [ -f "$logs/unit.log" ]; then
   echo "--- pytest"

@@ -40,3 +40,20 @@ def sm120_host():
     gpu = {"kind": "gpu", "compute_capability": "12.0", "memory_total_mib": 97887, "name": "RTX PRO 6000"}
     audio = {"kind": "audio"}
     return {"gpu_count": 8, "devices": [dict(gpu, index=i) for i in range(8)] + [audio], "memtotal_mb": 512 * 1024}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed while the CPU test engine died says so first: the cause is the engine.
+
+    Lesson (issue 12): a segfaulting engine showed up as smoke-module failures ("the server does not
+    answer ... check host/port"), which sent the reader after the module instead of the build.
+    """
+    report = yield
+    if report.failed and "support.llama_engine" in sys.modules:
+        crashed = sys.modules["support.llama_engine"].crashed_servers()
+        if crashed:
+            banner = "INFRASTRUCTURE ERROR, not a failure of the code under test:\n" + "\n".join(crashed)
+            report.longrepr = f"{banner}\n\n{report.longrepr}"
+            report.sections.insert(0, ("CPU test engine", banner))
+    return report

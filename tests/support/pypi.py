@@ -15,6 +15,7 @@ import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Callable
 
 CACHE = pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".cache" / "gpufleet"))
 
@@ -60,10 +61,13 @@ def extract(archive: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
-def cached_venv(name: str, pip_args: list[str], *, env: dict | None = None) -> tuple[pathlib.Path, float | None]:
+def cached_venv(name: str, pip_args: list[str], *, env: dict | None = None,
+                verify: Callable[[pathlib.Path], None] | None = None) -> tuple[pathlib.Path, float | None]:
     """Return (python, build seconds or None if cached) of a venv $GPUFLEET_CACHE/NAME-pyX.Y holding pip_args.
 
-    Built once under a lock; a finished venv carries a `.complete` marker, a half-built one is redone.
+    Built once under a lock; `verify(python)`, when given, runs on the fresh venv and must return
+    before the `.complete` marker is written (an exception leaves no marker and removes the venv, so
+    the next attempt builds anew). A half-built or unverified venv is redone.
     """
     venv = CACHE / f"{name}-py{sys.version_info.major}.{sys.version_info.minor}"
     python = venv / "bin" / "python"
@@ -82,8 +86,15 @@ def cached_venv(name: str, pip_args: list[str], *, env: dict | None = None) -> t
         proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pip_args],
                               env=env, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
+            shutil.rmtree(venv, ignore_errors=True)
             raise RuntimeError(f"pip install {' '.join(pip_args)} failed (rc={proc.returncode}):\n"
                                f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+        if verify is not None:
+            try:
+                verify(python)
+            except BaseException:
+                shutil.rmtree(venv, ignore_errors=True)
+                raise
         took = time.monotonic() - started
         marker.write_text(f"built in {took:.0f}s\n")
     return python, took
