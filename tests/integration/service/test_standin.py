@@ -63,7 +63,7 @@ def server(venv_python, tmp_path):
 
 
 def _wait_ready(proc):
-    deadline = time.time() + 20
+    deadline = time.time() + 120  # a loaded 2-core machine, not an idle one
     lines = []
     while time.time() < deadline:
         line = proc.stdout.readline()
@@ -108,9 +108,18 @@ def test_no_parsers_means_no_tool_calls_or_reasoning(server):
 
 def test_delay_mode_answers_503_while_loading(server):
     proc = server(30193, mode="delay=3")
-    time.sleep(1.0)
+    # Waited for, not slept for: /ping answers as soon as the port is bound, the 3 s of "loading"
+    # start then (a fixed sleep failed on a loaded machine, issue 12).
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if _get("http://127.0.0.1:30193/ping")[0] == 200:
+                break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline and proc.poll() is None, "the stand-in never bound its port"
+        time.sleep(0.05)
     assert _get("http://127.0.0.1:30193/health")[0] == 503
-    assert _get("http://127.0.0.1:30193/ping")[0] == 200
     _wait_ready(proc)
     assert _get("http://127.0.0.1:30193/health")[0] == 200
 

@@ -76,7 +76,8 @@ def test_the_built_engine_answers_on_an_emulated_avx2_only_cpu():
             "llm = Llama(model_path=sys.argv[1], n_ctx=256, n_threads=1, seed=0, verbose=False)\n"
             "print(json.dumps(llm.create_completion(sys.argv[2], max_tokens=8, temperature=0.0)))\n")
     proc = subprocess.run([qemu, "-cpu", "Haswell", str(python), "-c", code, str(llama_engine.model_path()),
-                           llama_engine.SELF_CHECK_PROMPT], capture_output=True, text=True, timeout=600, check=False)
+                           llama_engine.SELF_CHECK_PROMPT], capture_output=True, text=True, timeout=600, check=False,
+                          env=llama_engine.engine_env(python))
     assert proc.returncode == 0, llama_engine._describe_exit(proc.returncode) + proc.stderr[-1500:]
     assert "Paris" in json.loads(proc.stdout.strip().splitlines()[-1])["choices"][0]["text"]
 
