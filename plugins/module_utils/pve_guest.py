@@ -205,8 +205,8 @@ def compare_ct(addresses, nodes, sysfs_root, procfs_root):
     spare = sorted(numbered - known)
     if unknown and len(spare) < len(unknown):
         problems.append("%d GPUs (%s) have no nvidia device number yet, but the container names only %d other "
-                        "/dev/nvidiaN nodes (%s)" % (len(unknown), ", ".join(unknown), len(spare),
-                                                    ", ".join(spare) or "none"))
+                        "/dev/nvidiaN nodes (%s)"
+                        % (len(unknown), ", ".join(unknown), len(spare), ", ".join(spare) or "none"))
     return problems, unknown
 
 

@@ -45,8 +45,10 @@ options:
 attributes:
   action:
     support: full
+    description: Runs on the controller; the target only answers the status command.
   async:
     support: none
+    description: It is itself the wait for a background job.
   check_mode:
     support: full
     description: Skipped in check mode (no job runs then).
@@ -56,6 +58,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Runs the status command through the connection's shell.
 """
 
 EXAMPLES = r"""

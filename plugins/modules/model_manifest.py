@@ -55,6 +55,7 @@ attributes:
   platform:
     support: full
     platforms: posix
+    description: Reads files only.
 """
 
 EXAMPLES = r"""
@@ -92,7 +93,7 @@ problems:
   elements: dict
   contains:
     path: {description: File path inside the model directory., type: str, sample: model-00002-of-00006.safetensors}
-    reason: {description: C(missing), C(not a file) or C(size)., type: str}
+    reason: {description: "C(missing), C(not a file) or C(size).", type: str}
     have: {description: Size on disk (null when missing)., type: int}
     want: {description: Size in the manifest., type: int}
 manifest:

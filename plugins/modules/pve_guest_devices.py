@@ -74,6 +74,7 @@ attributes:
   platform:
     support: full
     platforms: linux
+    description: Runs Proxmox's qm / pct and reads Linux sysfs and procfs.
 """
 
 EXAMPLES = r"""

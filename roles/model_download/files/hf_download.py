@@ -269,8 +269,8 @@ def check_files(model_dir, files, mode, status, workers, previous=None):
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(workers, 4))) as pool:
             for path, got, expected in pool.map(digest, todo):
                 if expected and got != expected:
-                    bad[path] = "%s %s, want %s" % ("sha256" if files[path].get("sha256") else "git blob id",
-                                                   got[:16], expected[:16])
+                    kind = "sha256" if files[path].get("sha256") else "git blob id"
+                    bad[path] = "%s %s, want %s" % (kind, got[:16], expected[:16])
     return bad
 
 
@@ -405,8 +405,8 @@ def job(args, token, status):
            "repo": args.repo or (manifest or {}).get("repo"),
            "revision": args.revision if args.repo else (manifest or {}).get("revision"),
            "commit": commit, "verified": level, "files": files}
-    same = manifest is not None and all(manifest.get(k) == new[k] for k in ("repo", "revision", "commit", "verified",
-                                                                             "files"))
+    same = manifest is not None and all(manifest.get(k) == new[k]
+                                        for k in ("repo", "revision", "commit", "verified", "files"))
     if not same:
         new["verified_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         write_json_atomic(os.path.join(args.dir, MANIFEST), new, 0o644)

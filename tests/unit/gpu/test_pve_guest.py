@@ -34,8 +34,8 @@ def test_host_ids_with_and_without_function_domain_and_lists(kernel):
     config = vm(["hostpci0: 0000:01:00,pcie=1", "hostpci1: 02:00.0", "hostpci2: host=03:00.0;03:00.1,x-vga=1",
                  "hostpci3: 0000:04:00.1"])
     entries, functions = vm_functions(config, kernel.sys, {}, "pve")
-    assert [e["functions"] for e in entries] == [["0000:01:00.0", "0000:01:00.1"], ["0000:02:00.0"],
-                                                  ["0000:03:00.0", "0000:03:00.1"], ["0000:04:00.1"]]
+    assert [e["functions"] for e in entries] == [
+        ["0000:01:00.0", "0000:01:00.1"], ["0000:02:00.0"], ["0000:03:00.0", "0000:03:00.1"], ["0000:04:00.1"]]
     assert functions == sorted(["0000:01:00.0", "0000:01:00.1", "0000:02:00.0", "0000:03:00.0", "0000:03:00.1",
                                 "0000:04:00.1"])
 
