@@ -63,14 +63,15 @@ def main():
                     digest.update(chunk)
             files[name] = {"size": args.shard_mb << 20, "sha256": digest.hexdigest(), "git_oid": "0" * 40}
         write_s = time.perf_counter() - t0
-        (base / MANIFEST_NAME).write_text(json.dumps({"format": 1, "repo": "bench/model", "revision": "main",
-                                                       "commit": "0" * 40, "verified": "size", "files": files}))
+        manifest = {"format": 1, "repo": "bench/model", "revision": "main", "commit": "0" * 40, "verified": "size",
+                    "files": files}
+        (base / MANIFEST_NAME).write_text(json.dumps(manifest))
         total = sum(f["size"] for f in files.values())
         print("model: %d shards x %d MiB = %.1f GB in %s (written in %.1f s)" % (
             args.shards, args.shard_mb, total / 1e9, base, write_s))
 
         t0 = time.perf_counter()
-        for _ in range(100):
+        for _repeat in range(100):
             result = check(str(base), "bench/model", "main")
         size_s = (time.perf_counter() - t0) / 100
         assert result["state"] == "complete", result["msg"]
