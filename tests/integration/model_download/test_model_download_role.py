@@ -32,6 +32,28 @@ SHARD = 256 * 1024
 # must show progress while they download are a few pieces long, served at 5 MB/s.
 BIG = 31 * 1024 * 1024
 SLOW = 5 * 1000 * 1000
+def _resume_after_start(pid: int, model_dir: pathlib.Path, limit: float = 300.0) -> None:
+    """SIGCONT pid once the download helper's `start --dir model_dir` has run and exited."""
+    needle, seen = str(model_dir).encode(), False
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        running = False
+        for cmdline in pathlib.Path("/proc").glob("[0-9]*/cmdline"):
+            if cmdline.parent.name == str(pid):
+                continue  # the job itself: a fork of the first run's `start`, with its argv
+            try:
+                argv = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"start" in argv and b"--dir" in argv and needle in argv:  # the role's download helper
+                running = True
+                break
+        if running:
+            seen = True
+        elif seen:
+            break
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGCONT)
 WAIT = "Wait for the job (a progress line every model_download_poll_seconds)"
 RESTART = "Restart SGLang once for the new model files"
 
@@ -462,7 +484,13 @@ def test_killed_job_leaves_no_token_and_the_rerun_resumes(tmp_path):
         os.killpg(play.pid, signal.SIGKILL)  # the play only: its job keeps running, like Ctrl-C on ansible-playbook
         play.wait()
         assert pid_alive(first)
+        # Frozen until the rerun's `hf_download.py start` has come and gone (joined): on a loaded
+        # 2-core VM the job otherwise finished before the rerun reached its start step (issue 12).
+        os.kill(first, signal.SIGSTOP)
+        watcher = threading.Thread(target=_resume_after_start, args=(first, other), daemon=True)
+        watcher.start()
         rc, out, res = run_role(tmp_path, hub, _profile(other, 2, BIG), token=TOKEN)
+        watcher.join(timeout=5)
         assert rc == 0, out
         assert res["tasks"][WAIT]["status"]["pid"] == first, "the rerun must join the running job"
         for name, data in files.items():
