@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, gpufleet maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -11,9 +10,9 @@ flag (names, switch or value, nargs, type, choices, deprecated, repeatable), the
 capability of each --quantization method, and the attention backends hybrid GDN models accept on
 Blackwell.
 
-    python3 scripts/generate-sglang-release-table.py                # refresh the releases listed in the table
-    python3 scripts/generate-sglang-release-table.py --add 0.5.24   # add a new release
-    python3 scripts/generate-sglang-release-table.py 0.5.4 0.5.23   # exactly these releases
+    .venv/bin/python scripts/generate-sglang-release-table.py                # refresh the releases in the table
+    .venv/bin/python scripts/generate-sglang-release-table.py --add 0.5.24   # add a new release
+    .venv/bin/python scripts/generate-sglang-release-table.py 0.5.4 0.5.23   # exactly these releases
 
 Each release is downloaded once with `pip download --no-deps` (sdist up to 0.5.10.post1, the cp3X
 wheel from 0.5.11: both hold the plain .py sources read here) through tests/support/pypi.py, cached
@@ -56,7 +55,7 @@ Written by scripts/generate-sglang-release-table.py, which downloads each releas
 PyPI and reads it with plugins/module_utils/sglang_flags.py (the same reader preflight uses on an
 installed tree). Regenerate after a new SGLang release:
 
-    python3 scripts/generate-sglang-release-table.py --add X.Y.Z
+    .venv/bin/python scripts/generate-sglang-release-table.py --add X.Y.Z
 
 Release sets are written as ranges over RELEASES ("0.5.4-0.5.9,0.5.11"). FLAGS rows:
 (releases, names, dest, takes_value, nargs, value_type, choices, deprecated, repeatable).
@@ -149,12 +148,24 @@ def build(releases, data):
         quant += [(spec, method, cap) for spec, cap in grouped(per_release, releases) if cap is not None]
     gdn = grouped([data[v]["gdn"] for v in releases], releases)
     body = HEADER
-    body += "RELEASES = %s\n\n" % pprint.pformat(tuple(releases), width=110, compact=True)
-    body += "LAYOUTS = %s\n\n" % pprint.pformat(tuple(layouts), width=110)
-    body += "QUANT_MIN_CAPABILITY = %s\n\n" % pprint.pformat(tuple(quant), width=110)
-    body += "GDN_BLACKWELL = %s\n\n" % pprint.pformat(tuple(gdn), width=110, sort_dicts=False)
-    body += "FLAGS = %s\n" % pprint.pformat(tuple(flags), width=110, compact=True)
+    body += _assign("RELEASES", releases, compact=True)
+    body += _assign("LAYOUTS", layouts)
+    body += _assign("QUANT_MIN_CAPABILITY", quant)
+    body += _assign("GDN_BLACKWELL", gdn)
+    body += _assign("FLAGS", flags)
     return body
+
+
+def _assign(name, rows, compact=False):
+    """NAME = (one row per line, 4-space indent) in a layout pep8 accepts."""
+    if compact:
+        text = pprint.pformat(tuple(rows), width=106, compact=True)[1:-1]
+        return "%s = (\n    %s,\n)\n\n" % (name, text.replace("\n", "\n   ").rstrip(","))
+    lines = []
+    for row in rows:
+        text = pprint.pformat(row, width=106, compact=True, sort_dicts=False)
+        lines.append("    " + text.replace("\n", "\n    ") + ",")
+    return "%s = (\n%s\n)\n\n" % (name, "\n".join(lines))
 
 
 def current_releases():
@@ -177,7 +188,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="sglang-releases-") as workdir:
         data = {version: read_release(version, workdir) for version in releases}
     text = build(releases, data)
-    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    pathlib.Path(args.output).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
     print("wrote %s (%d releases, %d bytes)" % (args.output, len(releases), len(text)))
 
 

@@ -467,11 +467,10 @@ def _check_schema(rule, ctx, node, schema, path):
         types_t = types if isinstance(types, tuple) else (types,)
         bad_bool = isinstance(value, bool) and bool not in types_t
         if value is not None and (bad_bool or not isinstance(value, types_t)):
+            unquote = " without quotes" if isinstance(value, str) and types_t != (str,) else ""
             out.append(problem(rule, ERROR, ctx.var(*path, key), value,
                                "must be %s, but it is %s" % (_with_article(_type_name(types)), _describe(value)),
-                               "set %s to %s (%s)%s" % (key, _with_article(_type_name(types)), schema[key][2],
-                                                         " without quotes" if isinstance(value, str) and types_t != (str,)
-                                                         else "")))
+                               "set %s to %s (%s)%s" % (key, _with_article(_type_name(types)), schema[key][2], unquote)))
         elif isinstance(value, dict) and key in NESTED:
             out += _check_schema(rule, ctx, value, NESTED[key], path + (key,))
     for key, (_types, required, desc) in schema.items():
@@ -897,10 +896,15 @@ def check_parsers(rule, ctx):
         choices = ctx.table.choices_of(flag) if ctx.table is not None else None
         if choices is not None and value not in choices:
             close = _close(value, choices)
+            hint = "did you mean '%s'? " % close[0] if close else ""
+            if key == "tool_call_parser" and value in (ctx.table.choices_of("--reasoning-parser") or []):
+                hint = "'%s' is a reasoning parser (set it as reasoning_parser); for tool calls " % value + (
+                    "Qwen3.5 / Qwen3-Coder emit <tool_call><function=...> XML: use qwen3_coder; otherwise "
+                    if value.startswith("qwen3") else "")
             out.append(problem(rule, ERROR, variable, value,
                                "is not a %s of %s (argparse exits with 'invalid choice')"
                                % (key.replace("_", " "), ctx.release) + _approximation_note(ctx),
-                               ("did you mean '%s'? " % close[0] if close else "") + "use one of %s" % sorted(choices)))
+                               hint + "use one of %s" % sorted(choices)))
     value, variable = ctx.setting("--tool-call-parser")
     if value == "qwen3" and ctx.table is None:
         out.append(problem(rule, ERROR, variable, "qwen3",
@@ -916,7 +920,8 @@ def check_deprecated(rule, ctx):
         out.append(problem(rule, WARNING, ctx.var("env", "SGLANG_ENABLE_SPEC_V2"), env["SGLANG_ENABLE_SPEC_V2"],
                            "SGLANG_ENABLE_SPEC_V2 was removed in SGLang 0.5.14 and has no effect",
                            "remove it from env (spec v2 is chosen by SGLang itself from 0.5.14)"))
-    for key, value, text in ctx.rendered["rewrites"]:
+    # How the unit will spell a setting is news only for the release that runs (sglang_service says it again).
+    for key, value, text in ctx.rendered["rewrites"] if ctx.release_match == EXACT else []:
         out.append(problem(rule, WARNING, ctx.var(*key.split(".")), value, text,
                            "nothing to do: the collection renders the spelling %s expects" % ctx.release))
     if ctx.table is not None and ctx.table.get("--flashinfer-allreduce-fusion-backend") is not None:
@@ -953,15 +958,16 @@ def check_gdn_attention(rule, ctx):
     allowed, where = _gdn_facts(ctx)
     base, base_var = ctx.setting("--attention-backend")
     out, reported = [], set()
-    for flag, label in (("--prefill-attention-backend", "prefill"), ("--decode-attention-backend", "decode")):
+    for flag, label in (("--prefill-attention-backend", "prefill attention backend"),
+                        ("--decode-attention-backend", "decode attention backend")):
         value, variable = ctx.setting(flag) if ctx.key_of(flag) is not None else (None, None)
-        if value is None:
-            value, variable = base, base_var
+        if value is None:  # SGLang: prefill/decode backend default to --attention-backend
+            value, variable, label = base, base_var, "attention backend"
         if value in allowed or (variable, value) in reported:
             continue
         reported.add((variable, value))
         out.append(problem(rule, ERROR, variable, value,
-                           "hybrid GDN model (%s) on Blackwell SM%s: the %s attention backend must be one of %s "
+                           "hybrid GDN model (%s) on Blackwell SM%s: the %s must be one of %s "
                            "(%s); others crash start-up with 'AssertionError: ... supported backends on Blackwell "
                            "GPUs for hybrid GDN models'" % (
                                ", ".join(ctx.architectures),
