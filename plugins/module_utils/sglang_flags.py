@@ -30,7 +30,7 @@ import os
 import re
 
 __all__ = ["FlagDef", "FlagTable", "FlagSourceError", "load_flag_table", "read_version", "check_argv",
-           "parse_argv", "version_tuple", "read_quantization_capabilities", "read_gdn_blackwell_backends"]
+           "parse_argv", "version_tuple", "BUILTIN_ALIASES", "read_quantization_capabilities", "read_gdn_blackwell_backends"]
 
 # Actions that take no value on the command line.
 _NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version",
@@ -835,7 +835,7 @@ def _type_ok(value, value_type):
 
 
 # Spellings that mean the same option when no flag table is at hand (SGLang's own aliases).
-_BUILTIN_ALIASES = {"--tensor-parallel-size": "--tp-size", "--enable-hicache": "--enable-hierarchical-cache",
+BUILTIN_ALIASES = {"--tensor-parallel-size": "--tp-size", "--enable-hicache": "--enable-hierarchical-cache",
                     "--model": "--model-path"}
 
 
@@ -874,7 +874,7 @@ def parse_argv(table, argv):
             while not has_eq and i < len(argv) and not _is_option(argv[i]):
                 values.append(str(argv[i]))
                 i += 1
-            occurrences.append({"option": option, "key": _BUILTIN_ALIASES.get(option, option), "values": values,
+            occurrences.append({"option": option, "key": BUILTIN_ALIASES.get(option, option), "values": values,
                                 "index": index, "flag": None, "value_index": index if has_eq else index + 1})
             continue
         flag = table.get(option)

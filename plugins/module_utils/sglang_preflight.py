@@ -30,7 +30,7 @@ import os
 import re
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_flags import (
-    FlagSourceError, load_flag_table, parse_argv, version_tuple)
+    BUILTIN_ALIASES, FlagSourceError, load_flag_table, parse_argv, version_tuple)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
     RenderError, SPECULATIVE_FLAGS, VALUE_FLAGS, check_rendered, control_characters, render)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import (
@@ -147,7 +147,7 @@ class Context:
     def __init__(self, name, profiles, facts=None, table=None, version=None, api_key_set=False,
                  model_config=None, expected_gpu_count=None, flags_error=None, node=None, inventory=None,
                  secrets=None, secret_env=None, unit_settings=None, extra_env=None, expected_compute_capability=None,
-                 disk=None, release_match=EXACT, release_ref=None, flags_from=None):
+                 disk=None, release_match=EXACT, release_ref=None, flags_from=None, base_env=None):
         self.name = name
         self.profiles = profiles
         self.profile = profiles.get(name) if isinstance(profiles, dict) and _hashable(name) else None
@@ -167,6 +167,7 @@ class Context:
         self.secret_env = secret_env or {}  # sglang_service_secret_env: name -> value (values never reported)
         self.unit_settings = unit_settings or {}  # variable name -> value written into the unit
         self.extra_env = extra_env or {}  # sglang_service_extra_env: lands in the env file and the record
+        self.base_env = base_env or {}  # cuda_toolkit_env: under the profile's env in the env file
         self.disk = disk  # {'free_bytes', 'have_bytes', 'have_shards', 'where', 'margin_gb', 'tolerance'} or None
         # How the flag table was chosen: 'exact' (this release / the tree on the host) or an approximation
         # (a branch ref checked against the newest tabulated release), and from which ref.
@@ -202,7 +203,7 @@ class Context:
     def key_of(self, flag):
         """Where argparse stores FLAG (its dest), or the flag itself without a table; None if the release lacks it."""
         if self.table is None:
-            return flag
+            return BUILTIN_ALIASES.get(flag, flag)
         definition = self.table.get(flag)
         return None if definition is None else definition.dest
 
@@ -230,14 +231,14 @@ class Context:
         # Blame the word that holds the value (extra_args ['--host', '0.0.0.0']: item 1).
         return value, self.origin_var(last["value_index"] if values else last["index"])
 
-    def origin_var(self, index):
+    def origin(self, index):
+        """The profile key path that put argv word INDEX there: ('tp_size',), ('extra_args', 3), ..."""
         origins = (self.rendered or {}).get("origins") or []
-        if 0 <= index < len(origins):
-            origin = origins[index]
-            if origin == ("llm_server_api_key",):
-                return "llm_server_api_key"
-            return self.var(*origin)
-        return self.var("extra_args")
+        return origins[index] if 0 <= index < len(origins) else ("extra_args",)
+
+    def origin_var(self, index):
+        origin = self.origin(index)
+        return "llm_server_api_key" if origin == ("llm_server_api_key",) else self.var(*origin)
 
     # -- host facts
     @property
@@ -527,9 +528,10 @@ def check_control_characters(rule, ctx):
     for name, value in sorted(ctx.unit_settings.items()):
         for path, text, is_name in _walk_strings(value, ()):
             report(_path_var(name, path[:-1] if is_name else path), text, is_name, "it is written into the systemd unit")
-    for path, text, is_name in _walk_strings(ctx.extra_env, ()):
-        report(_path_var("sglang_service_extra_env", path[:-1] if is_name else path), text, is_name,
-               "it is written into the environment file")
+    for base, env in (("cuda_toolkit_env", ctx.base_env), ("sglang_service_extra_env", ctx.extra_env)):
+        for path, text, is_name in _walk_strings(env, ()):
+            report(_path_var(base, path[:-1] if is_name else path), text, is_name,
+                   "it is written into the environment file")
     secrets = dict(ctx.secrets)
     for name, value in ctx.secret_env.items():
         report("sglang_service_secret_env", str(name), True, "it is written into the environment file")
@@ -690,10 +692,8 @@ def check_secrets(rule, ctx):
     """Secrets belong in the vault variables, which only reach the 0600 environment file."""
     out = []
     for occurrence in ctx.occurrences:
-        origin = ((ctx.rendered or {}).get("origins") or [()])[occurrence["index"]] \
-            if occurrence["index"] < len((ctx.rendered or {}).get("origins") or []) else ("extra_args",)
-        if origin == ("llm_server_api_key",) or not _secret_flag(ctx, occurrence):
-            continue
+        if ctx.origin(occurrence["index"]) == ("llm_server_api_key",) or not _secret_flag(ctx, occurrence):
+            continue  # (the placeholder the collection renders for llm_server_api_key is no secret)
         fix = ("remove %s from extra_args and set llm_server_api_key in the vault (group_vars/llm_servers/vault.yml): "
                "the unit then passes --api-key ${GPUFLEET_SGLANG_API_KEY} from the 0600 environment file"
                % occurrence["option"]) if occurrence["option"] == "--api-key" else (
@@ -830,8 +830,7 @@ def check_duplicate_flags(rule, ctx):
         where = ["%s (%s%s)" % (ctx.origin_var(o["index"]), o["option"],
                                 " " + " ".join(o["values"]) if o["values"] else "") for o in found]
         first, later = found[0], found[1:]
-        origins = (ctx.rendered or {}).get("origins") or []
-        from_key = [o for o in found if o["index"] < len(origins) and origins[o["index"]][0] != "extra_args"]
+        from_key = [o for o in found if ctx.origin(o["index"])[0] != "extra_args"]
         if from_key:
             fix = "remove it from extra_args and keep %s" % ctx.origin_var(from_key[0]["index"])
         else:

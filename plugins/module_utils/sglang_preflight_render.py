@@ -7,7 +7,8 @@
 One function, `render()`, used by the preflight module (to check the argv against the installed
 release's real flag definitions) and by the sglang_service role (which writes exactly this argv into
 the unit): what is checked is what runs. Release-dependent spellings are chosen here, from the flag
-table when the release is known (see `REWRITES` in sglang_preflight.py for the reasons and sources).
+table when the release is known (docs/model-profiles.md, "Release-dependent rendering"). Control
+characters are refused here too (`control_characters()` is the one definition the preflight rule uses).
 """
 
 from __future__ import annotations

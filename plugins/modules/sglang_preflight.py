@@ -408,7 +408,8 @@ def main():
                         "gpu_counts": p["node_gpu_counts"]},
                   inventory=inventory, secrets=p["secrets"], secret_env=p["secret_env"], unit_settings=p["unit_settings"],
                   extra_env=p["extra_env"], expected_compute_capability=p["expected_compute_capability"],
-                  disk=disk, release_match=match, release_ref=p["sglang_ref"], flags_from=flags_from)
+                  disk=disk, release_match=match, release_ref=p["sglang_ref"], flags_from=flags_from,
+                  base_env=p["base_env"])
     result = validate(ctx, only=None if p["profile_checks"] else ("inventory",))
     errors = [n for n in notes if n["severity"] == ERROR] + result["errors"]
     # The note that a branch was checked against the newest release matters for a profile that passes;

@@ -60,10 +60,12 @@ def test_control_character_in_env_name_and_extra_args(profiles, sm120_host):
 def test_control_characters_in_unit_settings_extra_env_and_secrets(profiles, sm120_host):
     result = run(profiles, Q, sm120_host,
                  unit_settings={"sglang_service_python": "/opt/venv/bin/python\n", "sglang_service_after": ["a\n"]},
-                 extra_env={"OK": "x\ry"}, secrets={"llm_server_api_key": "sk-secret\n"},
+                 extra_env={"OK": "x\ry"}, base_env={"PATH": "/usr/local/cuda/bin\n"},
+                 secrets={"llm_server_api_key": "sk-secret\n"},
                  secret_env={"WANDB_API_KEY": "k\x00"})
     found = {p["variable"]: p for p in rule_errors(result, "control-characters")}
     assert set(found) == {"sglang_service_python", "sglang_service_after[0]", "sglang_service_extra_env['OK']",
+                          "cuda_toolkit_env['PATH']",
                           "llm_server_api_key", "sglang_service_secret_env['WANDB_API_KEY']"}
     for name in ("llm_server_api_key", "sglang_service_secret_env['WANDB_API_KEY']"):
         assert found[name]["value"] == "(secret, not shown)"
