@@ -836,7 +836,7 @@ def _type_ok(value, value_type):
 
 # Spellings that mean the same option when no flag table is at hand (SGLang's own aliases).
 BUILTIN_ALIASES = {"--tensor-parallel-size": "--tp-size", "--enable-hicache": "--enable-hierarchical-cache",
-                    "--model": "--model-path"}
+                   "--model": "--model-path"}
 
 
 def _is_option(word):
