@@ -22,13 +22,13 @@ release (see docs/model-profiles.md and shared sglang-facts).
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import ipaddress
 import json
 import math
 import os
 import re
 
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import model_manifest
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_flags import (
     BUILTIN_ALIASES, FlagSourceError, load_flag_table, parse_argv, version_tuple)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
@@ -168,7 +168,7 @@ class Context:
         self.unit_settings = unit_settings or {}  # variable name -> value written into the unit
         self.extra_env = extra_env or {}  # sglang_service_extra_env: lands in the env file and the record
         self.base_env = base_env or {}  # cuda_toolkit_env: under the profile's env in the env file
-        self.disk = disk  # {'free_bytes', 'have_bytes', 'have_shards', 'where', 'margin_gb', 'tolerance'} or None
+        self.disk = disk  # read_disk(): {'free_bytes', 'have_bytes', 'state', 'where', 'margin_gb'} or None
         # How the flag table was chosen: 'exact' (this release / the tree on the host) or an approximation
         # (a branch ref checked against the newest tabulated release), and from which ref.
         self.release_match = release_match
@@ -1175,10 +1175,7 @@ def check_disk_space(rule, ctx):
     if not disk or not ctx.get("hub_repo") or not isinstance(want_gb, _NUM) or _non_finite(want_gb):
         return []
     want = float(want_gb) * 1e9
-    shards = ctx.get("expected_shards")
-    complete = disk["have_bytes"] >= want * float(disk.get("tolerance", 0.95)) and disk["have_shards"] > 0 and \
-        (not isinstance(shards, int) or disk["have_shards"] == shards)
-    if complete:
+    if disk["state"] == "complete":  # every file of the manifest present: model_download fetches nothing
         return []
     margin = float(disk.get("margin_gb") or 0) * 1e9
     need = max(0.0, want - disk["have_bytes"]) + margin
@@ -1256,7 +1253,7 @@ RULES = (
      "checks": "context_length <= the model's (config.json, when on the host)",
      "source": "sglang configs/model_config.py (derived_context_len; SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)"},
     {"id": "disk-space", "fn": check_disk_space,
-     "checks": "free space for the model download before anything changes",
+     "checks": "free space for the model download before anything changes (model_download's manifest and margin)",
      "source": "model_download's own space check (roles/model_download/tasks/download.yml), moved before the builds"},
 )
 
@@ -1272,8 +1269,10 @@ def read_model_config(model_path):
     return data if isinstance(data, dict) else {}
 
 
-def read_disk(model_path, margin_gb, tolerance):
-    """Free bytes of the filesystem model_path is (or will be) on, and the *.safetensors already there."""
+def read_disk(model_path, margin_gb, hub_repo="", hub_revision="main"):
+    """Free bytes of the filesystem model_path is (or will be) on, and what is there already, judged as
+    model_download judges it (module_utils/model_manifest.check: the manifest's state and the bytes
+    present), so preflight's estimate is model_download's own."""
     where = model_path
     while where and not os.path.isdir(where):
         parent = os.path.dirname(where.rstrip("/")) or "/"
@@ -1284,16 +1283,9 @@ def read_disk(model_path, margin_gb, tolerance):
         stat = os.statvfs(where or "/")
     except OSError:
         return None
-    have_bytes, have_shards = 0, 0
-    try:
-        for entry in os.scandir(model_path):
-            if fnmatch.fnmatch(entry.name, "*.safetensors") and entry.is_file():
-                have_bytes += entry.stat().st_size
-                have_shards += 1
-    except OSError:
-        pass
-    return {"free_bytes": stat.f_bavail * stat.f_frsize, "have_bytes": have_bytes, "have_shards": have_shards,
-            "where": where, "margin_gb": margin_gb, "tolerance": tolerance}
+    found = model_manifest.check(model_path, hub_repo or "", hub_revision or "main")
+    return {"free_bytes": stat.f_bavail * stat.f_frsize, "have_bytes": found["bytes_present"],
+            "state": found["state"], "where": where, "margin_gb": margin_gb}
 
 
 def load_table(sglang_dir):

@@ -125,10 +125,6 @@ options:
     description: Free space (GB) required beyond a download's missing bytes (C(model_download_space_margin_gb)).
     type: float
     default: 20
-  download_size_tolerance:
-    description: Fraction of C(expected_size_gb) present that counts as a complete download (C(model_download_size_tolerance)).
-    type: float
-    default: 0.95
   inventory_hostname:
     description: Inventory name of the host; given, the inventory checks run (O(host_address), C(llm_server_model)).
     type: str
@@ -363,7 +359,6 @@ def main():
             read_model_config=dict(type="bool", default=True),
             disk_check=dict(type="bool", default=True),
             disk_margin_gb=dict(type="float", default=20),
-            download_size_tolerance=dict(type="float", default=0.95),
             inventory_hostname=dict(type="str"),
             host_address=dict(type="raw"),
             placeholder_markers=dict(type="list", elements="str", default=[]),
@@ -392,7 +387,8 @@ def main():
         if p["read_model_config"]:
             model_config = read_model_config(profile["model_path"])
         if p["disk_check"]:
-            disk = read_disk(profile["model_path"], p["disk_margin_gb"], p["download_size_tolerance"])
+            disk = read_disk(profile["model_path"], p["disk_margin_gb"], profile.get("hub_repo"),
+                             str(profile.get("hub_revision") or "main"))
     facts = dict(p["gpu_info"] or {})
     facts["memtotal_mb"] = p["memtotal_mb"]
     inventory = None

@@ -6,7 +6,8 @@ the test writes: one host per case, connection local, so pass 1 (controller, no 
 site.yml, and every host must report all of its problems in that one run. The reference profiles must
 pass both passes. Nothing runs after preflight, so a case that wrongly passes changes nothing.
 
-The 223 GB of the accepted Qwen3.5 model are six sparse files (a stand-in: only their size is read).
+The 223 GB of the accepted Qwen3.5 model are six sparse files with a model_download manifest (a
+stand-in: only their sizes are read).
 """
 
 import copy
@@ -72,9 +73,17 @@ def _host(case, tmp):
         pathlib.Path(profile["model_path"], "config.json").write_text(json.dumps(case["config_json"]))
     if isinstance(profile, dict) and "sparse_shards" in case:
         os.makedirs(profile["model_path"], exist_ok=True)
+        files = {}
         for i in range(case["sparse_shards"]["count"]):
-            with open(pathlib.Path(profile["model_path"], "model-%05d.safetensors" % i), "wb") as shard:
+            name = "model-%05d.safetensors" % i
+            with open(pathlib.Path(profile["model_path"], name), "wb") as shard:
                 shard.truncate(int(case["sparse_shards"]["gb"] * 1e9))
+            files[name] = int(case["sparse_shards"]["gb"] * 1e9)
+        # As model_download's helper writes it after a verified download (plugins/module_utils/model_manifest.py).
+        pathlib.Path(profile["model_path"], ".gpufleet-manifest.json").write_text(json.dumps({
+            "format": 1, "repo": profile["hub_repo"], "revision": profile.get("hub_revision", "main"),
+            "commit": "0" * 40, "verified": "size", "verified_at": "2026-12-01T00:00:00Z",
+            "files": {name: {"size": size} for name, size in files.items()}}))
     return host
 
 

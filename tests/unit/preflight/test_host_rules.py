@@ -3,13 +3,15 @@ GDN backends (attention, prefill, decode), FP4 GEMM on SM120, context length vs 
 
 Per-release facts come from the release table (generated from PyPI releases; its extraction is pinned
 to hand-read source lines in tests/integration/service/test_release_table_vs_pypi.py). Disk figures are read
-from a real filesystem (tmp_path) by the module's own read_disk()."""
+from a real filesystem (tmp_path) by the module's own read_disk(), which judges what is present with
+model_download's manifest check (plugins/module_utils/model_manifest.py)."""
 
 import json
 import os
 
 import pytest
 
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import model_manifest
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_preflight as sp
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import release_table
 
@@ -142,30 +144,55 @@ def test_model_context_length_follows_sglang():
 
 
 # -- free disk for the model before anything changes ------------------------------------------------------
+def _manifest(model_dir, files, repo="nvidia/Qwen3.5-397B-A17B-NVFP4"):
+    """A manifest as model_download's helper writes it (module_utils/model_manifest.py docstring)."""
+    (model_dir / model_manifest.MANIFEST_NAME).write_text(json.dumps({
+        "format": model_manifest.FORMAT, "repo": repo, "revision": "main", "commit": "0" * 40, "verified": "size",
+        "verified_at": "2026-12-01T00:00:00Z", "files": {name: {"size": size} for name, size in files.items()}}))
+
+
 def test_disk_space_for_the_download(profiles, tmp_path):
-    free_gb = os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize / 1e9
+    stat = os.statvfs(tmp_path)
+    free_gb = stat.f_bavail * stat.f_frsize / 1e9
     target = tmp_path / "models" / "qwen"  # does not exist yet: its nearest existing parent is measured
     profiles[Q].update(model_path=str(target), expected_size_gb=round(free_gb + 100))
-    disk = sp.read_disk(str(target), 20, 0.95)
-    assert disk["where"] == str(tmp_path) and disk["have_bytes"] == 0
+    disk = sp.read_disk(str(target), 20, profiles[Q]["hub_repo"])
+    assert disk["where"] == str(tmp_path) and disk["have_bytes"] == 0 and disk["state"] == "no_manifest"
     [p] = rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space")
     assert p["variable"].endswith(".model_path") and "GB free" in p["reason"] and "model_download_space_margin_gb" in p["fix"]
     profiles[Q]["expected_size_gb"] = 0.001
-    assert rule_errors(run(profiles, Q, host("12.0"), disk=sp.read_disk(str(target), 0, 0.95)), "disk-space") == []
+    assert rule_errors(run(profiles, Q, host("12.0"), disk=sp.read_disk(str(target), 0, profiles[Q]["hub_repo"])),
+                       "disk-space") == []
+
+
+def test_present_bytes_count_as_model_download_counts_them(profiles, tmp_path):
+    """Half of the model there (per its manifest): only the other half plus the margin must be free."""
+    stat = os.statvfs(tmp_path)
+    free = stat.f_bavail * stat.f_frsize
+    (tmp_path / "a.safetensors").write_bytes(b"x" * 4096)
+    _manifest(tmp_path, {"a.safetensors": 4096, "b.safetensors": 4096})
+    profiles[Q].update(model_path=str(tmp_path), expected_size_gb=(free + 4096 * 1.5) / 1e9)
+    disk = sp.read_disk(str(tmp_path), 0, profiles[Q]["hub_repo"])
+    assert disk["state"] == "incomplete" and disk["have_bytes"] == 4096
+    assert rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space")  # needs free + 2048 bytes
+    profiles[Q]["expected_size_gb"] = (free - 8192) / 1e9
+    assert rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space") == []
 
 
 def test_disk_space_skipped_for_a_complete_download(profiles, tmp_path):
     for i in range(2):
         (tmp_path / ("model-%d.safetensors" % i)).write_bytes(b"x" * 1000)
     (tmp_path / "config.json").write_text(json.dumps(QWEN_CONFIG))
-    profiles[Q].update(model_path=str(tmp_path), expected_size_gb=0.000002, expected_shards=2)
-    disk = sp.read_disk(str(tmp_path), 10 ** 6, 0.95)  # a margin no disk has: only a complete model passes
-    assert disk["have_shards"] == 2 and disk["have_bytes"] == 2000
+    _manifest(tmp_path, {"model-0.safetensors": 1000, "model-1.safetensors": 1000})
+    profiles[Q].update(model_path=str(tmp_path), expected_size_gb=10 ** 9)
+    disk = sp.read_disk(str(tmp_path), 10 ** 6, profiles[Q]["hub_repo"])  # a margin no disk has
+    assert disk["state"] == "complete"
     assert rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space") == []
-    profiles[Q]["expected_shards"] = 3
-    assert rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space")
+    (tmp_path / "model-1.safetensors").write_bytes(b"x" * 10)  # truncated: model_download would fetch it again
+    disk = sp.read_disk(str(tmp_path), 10 ** 6, profiles[Q]["hub_repo"])
+    assert disk["state"] == "incomplete" and rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space")
 
 
 def test_disk_rule_needs_a_hub_repo(profiles, tmp_path):
     profiles[K].update(model_path=str(tmp_path / "k"), expected_size_gb=10 ** 9)  # no hub_repo: nothing downloads
-    assert rule_errors(run(profiles, K, host("12.0"), disk=sp.read_disk(str(tmp_path / "k"), 20, 0.95)), "disk-space") == []
+    assert rule_errors(run(profiles, K, host("12.0"), disk=sp.read_disk(str(tmp_path / "k"), 20)), "disk-space") == []
