@@ -150,7 +150,7 @@ class AptTransaction:
 
     def __init__(self, run, workdir, install, install_first=(), remove=(), preferences=None,
                  driver_version_from=r"^(lib)?nvidia-", offered_pattern=r"^(lib)?nvidia-",
-                 install_recommends=False, preferences_dir="/etc/apt/preferences.d"):
+                 install_recommends=False, preferences_dir="/etc/apt/preferences.d", no_upgrade=False):
         self.run = run
         self.workdir = workdir
         self.install = list(install)
@@ -161,6 +161,7 @@ class AptTransaction:
         self.offered_pattern = offered_pattern
         self.install_recommends = install_recommends
         self.preferences_dir = preferences_dir
+        self.no_upgrade = no_upgrade
         self.prefs = os.path.join(workdir, "preferences.d")
         self.commands = []
         self.main_ops = []
@@ -186,11 +187,12 @@ class AptTransaction:
             return {}
         return parse_policy(self._apt(["apt-cache", "policy"] + sorted(set(names)))[1])
 
-    def _simulate(self, install, remove):
+    def _simulate(self, install, remove, no_upgrade=False):
         if not install and not remove:
             return []
         argv = ["apt-get", "-s", "-y", "--allow-downgrades", "--allow-change-held-packages", "--ignore-hold"]
         argv += [] if self.install_recommends else ["--no-install-recommends"]
+        argv += ["--no-upgrade"] if no_upgrade else []
         argv += ["install"] + install + ["%s-" % name for name in remove]
         self.commands.append(" ".join(argv))
         rc, out, err = self._apt(argv, check=False)
@@ -272,7 +274,7 @@ class AptTransaction:
             info = policy.get(name)
             if not info or not info["candidate"]:
                 result["missing"].append(name)
-            elif info["installed"] != info["candidate"]:
+            elif info["installed"] is None or (info["installed"] != info["candidate"] and not self.no_upgrade):
                 first.append(name)
         if not result["missing"] and first:
             self._add_preferences_of(first)
@@ -288,7 +290,7 @@ class AptTransaction:
         closure = self._closure(self.install_first + self.install)
         remove = [name for name in expand_patterns(self.remove_patterns, installed)
                   if name not in closure and name not in first_removed]
-        main_ops = self._simulate(self.install, remove)
+        main_ops = self._simulate(self.install, remove, no_upgrade=self.no_upgrade)
         self.main_ops = main_ops
 
         after = dict(installed)
@@ -327,7 +329,8 @@ class AptTransaction:
             if rc != 0:
                 raise AptError("installing %s failed" % ", ".join(planned["install_first"]), out + err)
         if self.main_ops:
-            argv = ["apt-get"] + common + ["install"] + self.install + ["%s-" % name for name in planned["remove_requested"]]
+            argv = ["apt-get"] + common + (["--no-upgrade"] if self.no_upgrade else []) + ["install"] + self.install
+            argv += ["%s-" % name for name in planned["remove_requested"]]
             self.commands.append(" ".join(argv))
             rc, out, err = self._apt(argv, check=False, read_only=False)
             if rc != 0:

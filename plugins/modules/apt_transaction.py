@@ -53,6 +53,12 @@ options:
         them; a real run uses the files on the host only.'
     type: dict
     default: {}
+  no_upgrade:
+    description:
+      - Keep the O(install) packages that are installed at their installed version (apt-get C(--no-upgrade), what
+        C(state=present) does); apt still changes them when something else in the transaction requires it.
+    type: bool
+    default: false
   plan_only:
     description: Only plan (as in check mode), even in a normal run.
     type: bool
@@ -191,6 +197,7 @@ def main():
             install_first=dict(type="list", elements="str", default=[]),
             remove=dict(type="list", elements="str", default=[]),
             preferences=dict(type="dict", default={}),
+            no_upgrade=dict(type="bool", default=False),
             plan_only=dict(type="bool", default=False),
             install_recommends=dict(type="bool", default=False),
             offered_pattern=dict(type="str", default=r"^(lib)?nvidia-|^cuda-drivers|^linux-modules-nvidia-"),
@@ -211,7 +218,8 @@ def main():
         transaction = AptTransaction(
             run, workdir, params["install"], install_first=params["install_first"], remove=params["remove"],
             preferences=params["preferences"], driver_version_from=params["driver_version_from"],
-            offered_pattern=params["offered_pattern"], install_recommends=params["install_recommends"])
+            offered_pattern=params["offered_pattern"], install_recommends=params["install_recommends"],
+            no_upgrade=params["no_upgrade"])
         try:
             plan = transaction.plan()
         except AptError as exc:
