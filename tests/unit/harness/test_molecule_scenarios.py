@@ -29,6 +29,8 @@ STAND_IN = textwrap.dedent("""\
     behaviour = os.environ.get("STANDIN_" + name, "pass")
     print(f"INFO     {name} > converge", flush=True)
     if behaviour == "fail":
+        print("TASK [Check the forced thing] ***", flush=True)
+        print("[ERROR]: Task failed: forced failure", flush=True)
         print("fatal: [instance]: FAILED! => {\\"msg\\": \\"forced failure\\"}", flush=True)
         sys.exit(2)
     if behaviour == "hang":
@@ -63,7 +65,8 @@ def test_a_failure_in_the_first_scenario_does_not_stop_the_others(tmp_path):
     assert (tmp_path / "calls").read_text().split() == SCENARIOS  # each asked for once, in order
     summary = _summary(proc.stdout)
     assert set(summary) == set(SCENARIOS)
-    assert summary[SCENARIOS[0]].startswith("FAIL (exit 2)") and "forced failure" in summary[SCENARIOS[0]]
+    assert summary[SCENARIOS[0]].startswith("FAIL (exit 2)")
+    assert "TASK [Check the forced thing] Task failed: forced failure" in summary[SCENARIOS[0]]
     assert all(summary[name].startswith("PASS") for name in SCENARIOS[1:])
     assert f"{len(SCENARIOS)} scenarios: {len(SCENARIOS) - 1} passed, 1 failed, 0 not run" in proc.stdout
     # each scenario's own log holds its own output only
