@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 import difflib
 
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.restart_marker import maybe_mark
+
 __all__ = [
     "PatchError",
     "SymbolNotFound",
@@ -407,7 +409,11 @@ def run_patch(module, params):
     if outcome["changed"] and module._diff:
         result["diff"] = {"before_header": path, "after_header": path,
                           "before": data.decode("utf-8"), "after": new.decode("utf-8")}
+    result["restart_marked"] = False
     if outcome["changed"] and not module.check_mode:
+        if params.get("restart_marker"):
+            result["restart_marked"] = maybe_mark(module, params["restart_marker"], params.get("restart_source")
+                                                  or "python_source_patch", params.get("restart_reason") or result["msg"])
         if params["backup"]:
             result["backup_file"] = module.backup_local(path)
         fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))

@@ -689,13 +689,13 @@ def _secret_flag(ctx, occurrence):
 
 
 def check_secrets(rule, ctx):
-    """Secrets belong in the vault variables, which only reach the 0600 environment file."""
+    """Secrets belong in the vault variables, which reach the server only as root-only systemd credentials."""
     out = []
     for occurrence in ctx.occurrences:
         if ctx.origin(occurrence["index"]) == ("llm_server_api_key",) or not _secret_flag(ctx, occurrence):
             continue  # (the placeholder the collection renders for llm_server_api_key is no secret)
         fix = ("remove %s from extra_args and set llm_server_api_key in the vault (group_vars/llm_servers/vault.yml): "
-               "the unit then passes --api-key ${GPUFLEET_SGLANG_API_KEY} from the 0600 environment file"
+               "the server then gets it from a root-only systemd credential, added to its arguments inside the process"
                % occurrence["option"]) if occurrence["option"] == "--api-key" else (
             "remove %s from extra_args; a secret in the argv is written into the 0644 unit file and the deployment "
             "record" % occurrence["option"])
@@ -726,9 +726,9 @@ def check_secrets(rule, ctx):
 def _secret_env_fix(name):
     if str(name).upper() in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN"):
         return ("remove it and set llm_server_hf_token in the vault (group_vars/llm_servers/vault.yml); it is written "
-                "only to the 0600 environment file as HF_TOKEN")
+                "only to a root-only systemd credential and set as HF_TOKEN inside the server process")
     return ("remove it from the profile and put it in sglang_service_secret_env (vaulted, e.g. "
-            "sglang_service_secret_env: {%s: \"{{ vault_%s }}\"}): written only to the 0600 environment file, "
+            "sglang_service_secret_env: {%s: \"{{ vault_%s }}\"}): written only to a root-only systemd credential, "
             "named but not shown in the record" % (name, str(name).lower()))
 
 

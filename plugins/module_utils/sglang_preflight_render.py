@@ -17,8 +17,13 @@ import unicodedata
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_flags import version_tuple
 
-API_KEY_ENV = "GPUFLEET_SGLANG_API_KEY"
-API_KEY_PLACEHOLDER = "${%s}" % API_KEY_ENV
+# The API key is not a word of the unit's ExecStart= (its argv is world-readable in /proc/<pid>/cmdline):
+# the unit loads it as the systemd credential API_KEY_CREDENTIAL and gpufleet-launch appends
+# `--api-key=<key>` to SGLang's argv inside the process (roles/sglang_service/files/gpufleet-launch).
+# The effective argv SGLang parses, which preflight checks, therefore ends with this placeholder pair.
+API_KEY_CREDENTIAL = "api-key"
+API_KEY_FLAG = "--api-key"
+API_KEY_PLACEHOLDER = "<systemd credential %s>" % API_KEY_CREDENTIAL
 
 # profile key -> SGLang flag, for plain "--flag value" settings (order = order in the argv).
 VALUE_FLAGS = (
@@ -103,8 +108,8 @@ def render(profile, table=None, version=None, api_key_set=False, node=None, chec
     """Return {'argv': [...], 'origins': [...], 'env': {...}, 'rewrites': [...]} for PROFILE.
 
     TABLE: sglang_flags.FlagTable of the release that will run (None when unknown); VERSION: its
-    release string. API_KEY_SET: put `--api-key ${GPUFLEET_SGLANG_API_KEY}` in the argv (systemd
-    expands it from the 0600 environment file, so the key is never in the unit file).
+    release string. API_KEY_SET: end the argv with `--api-key <systemd credential api-key>`, the pair
+    gpufleet-launch appends inside the process (unit_args() leaves it out of ExecStart=).
     NODE: {'node_rank': R, 'dist_init_addr': 'HOST:PORT'} of this host when the profile has
     nnodes > 1 (multi-node tensor parallel): every rank gets the same argv plus its --node-rank.
     ORIGINS: for every argv word, the profile key path it came from (('speculative', 'eagle_topk'),
@@ -173,24 +178,32 @@ def render(profile, table=None, version=None, api_key_set=False, node=None, chec
         add(("host",), "--host", _text(profile["host"]))
     if profile.get("port") is not None:
         add(("port",), "--port", _text(profile["port"]))
-    if api_key_set:
-        add(("llm_server_api_key",), "--api-key", API_KEY_PLACEHOLDER)
     extra = profile.get("extra_args")
     for index, word in enumerate(extra if isinstance(extra, list) else []):
         add(("extra_args", index), _text(word))
+    if api_key_set:  # last, where gpufleet-launch appends it
+        add(("llm_server_api_key",), API_KEY_FLAG, API_KEY_PLACEHOLDER)
     rendered = {"argv": argv, "origins": origins, "env": env, "rewrites": rewrites}
     if check:
         check_rendered(rendered)
     return rendered
 
 
+def unit_args(argv):
+    """ARGV without the API key pair render() put last: the words of the unit's ExecStart=."""
+    argv = list(argv)
+    if len(argv) >= 2 and argv[-2:] == [API_KEY_FLAG, API_KEY_PLACEHOLDER]:
+        return argv[:-2]
+    return argv
+
+
 def systemd_quote(argv):
     """Join ARGV into an ExecStart= command line (systemd.service(5) "Command lines").
 
     Every word is double-quoted; `\\` and `"` are escaped, `%` (specifiers) doubled to `%%`, `$`
-    doubled to `$$` so systemd does not expand it, except the API key placeholder, which systemd
-    must expand from the environment file. A word with a control character (a line break would end
-    ExecStart= mid-word) raises RenderError; the preflight rule `control-characters` refuses it first.
+    doubled to `$$` so systemd expands nothing. A word with a control character (a line break would
+    end ExecStart= mid-word) raises RenderError; the preflight rule `control-characters` refuses it
+    first. The API key placeholder is refused too: the key never goes on a command line (unit_args()).
     """
     words = []
     for arg in argv:
@@ -198,8 +211,8 @@ def systemd_quote(argv):
         if bad:
             raise RenderError("ExecStart word %r holds %s" % (arg, ", ".join(bad)))
         if arg == API_KEY_PLACEHOLDER:
-            words.append(arg)
-            continue
+            raise RenderError("the API key placeholder is not an ExecStart word: gpufleet-launch adds the key "
+                              "from the systemd credential %s inside the process" % API_KEY_CREDENTIAL)
         escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
         words.append('"%s"' % escaped)
     return " ".join(words)

@@ -83,6 +83,22 @@ options:
       - Keep a timestamped copy of the file next to it before changing it.
     type: bool
     default: true
+  restart_marker:
+    description:
+      - Restart-pending marker file (see M(gpufleet.llm_server.server_file)) to append a line to before the
+        patched file is written, so a running server's restart is never lost when a later task fails.
+        Empty or omitted, none is written.
+    type: path
+    version_added: "0.1.0"
+  restart_source:
+    description: Who wrote the marker line.
+    type: str
+    default: python_source_patch
+    version_added: "0.1.0"
+  restart_reason:
+    description: Why a restart is pending; defaults to the keys added and the file.
+    type: str
+    version_added: "0.1.0"
 attributes:
   check_mode:
     support: full
@@ -174,6 +190,11 @@ literal_keys:
   type: list
   elements: raw
   sample: [9, 10, 12]
+restart_marked:
+  description: Whether a line was appended to O(restart_marker).
+  returned: success
+  type: bool
+  sample: true
 backup_file:
   description: The backup written before the change.
   returned: when changed, not in check mode, and O(backup=true)
@@ -203,6 +224,9 @@ def main():
                 value_from_key=dict(type="str", no_log=False),
             ), mutually_exclusive=[("value", "value_from_key")], required_one_of=[("value", "value_from_key")]),
             backup=dict(type="bool", default=True),
+            restart_marker=dict(type="path"),
+            restart_source=dict(type="str", default="python_source_patch"),
+            restart_reason=dict(type="str"),
         ),
         supports_check_mode=True,
     )

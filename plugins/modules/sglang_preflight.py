@@ -225,9 +225,11 @@ argv:
   returned: success
   type: list
   elements: str
-  sample: ["--model-path", "/shared/m", "--tp-size", "8", "--api-key", "${GPUFLEET_SGLANG_API_KEY}"]
+  sample: ["--model-path", "/shared/m", "--tp-size", "8", "--api-key", "<systemd credential api-key>"]
 exec_start_args:
-  description: RV(argv) quoted for a systemd ExecStart= line.
+  description:
+    - RV(argv) quoted for a systemd ExecStart= line, without the API key pair RV(argv) ends with (gpufleet-launch
+      appends the key from the systemd credential inside the process, so it is never on a command line).
   returned: success
   type: str
 env:
@@ -287,7 +289,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight import (
     ERROR, WARNING, Context, format_problem, load_table, read_disk, read_model_config, validate)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
-    RenderError, check_rendered, systemd_quote)
+    RenderError, check_rendered, systemd_quote, unit_args)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import (
     EXACT, RELEASES, release_table, resolve_release)
 
@@ -420,7 +422,7 @@ def main():
     if not errors:
         try:  # defence in depth: the renderer refuses control characters itself
             check_rendered({"argv": result["argv"], "env": service_env})
-            exec_start_args = systemd_quote(result["argv"])
+            exec_start_args = systemd_quote(unit_args(result["argv"]))
         except RenderError as exc:
             errors.append({"rule": "control-characters", "severity": ERROR, "variable": "(rendered unit)",
                            "value": None, "reason": "the renderer refused: %s" % exc,
