@@ -203,6 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def redact_argv(argv: list) -> list:
+    """ARGV with the API key hidden: `--api-key KEY` and `--api-key=KEY` (the form gpufleet-launch appends)."""
+    return [("<redacted>" if prev == "--api-key" else "--api-key=<redacted>" if a.startswith("--api-key=") else a)
+            for prev, a in zip([None] + argv[:-1], argv)]
+
+
 def argv_file(port: int) -> pathlib.Path:
     explicit = os.environ.get("GPUFLEET_STANDIN_ARGV_FILE")
     if explicit:
@@ -294,6 +300,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+        request_log = os.environ.get("GPUFLEET_STANDIN_REQUEST_LOG")
+        if request_log and self.path.startswith("/v1/"):  # API requests only (not the router's /health polls)
+            with open(request_log, "a", encoding="utf-8") as handle:
+                handle.write(f"{time.time():.3f} {self.command} {self.path.split('?')[0]} {code}\n")
 
     def _authorised(self) -> bool:
         key = self.state.args.api_key
@@ -316,8 +326,7 @@ class Handler(BaseHTTPRequestHandler):
         info.update({
             "version": VERSION,
             "standin": True,
-            "argv": [("<redacted>" if prev == "--api-key" else a)
-                     for prev, a in zip([None] + self.state.argv[:-1], self.state.argv)],
+            "argv": redact_argv(self.state.argv),
             "ignored_args": list(self.state.ignored),
             "modes": [n if a is None else f"{n}={a}" for n, a in self.state.modes],
             "pid": os.getpid(),
@@ -442,7 +451,7 @@ def main(argv: Optional[list] = None) -> None:
     record = argv_file(args.port)
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
-        redacted = [("<redacted>" if prev == "--api-key" else a) for prev, a in zip([None] + argv[:-1], argv)]
+        redacted = redact_argv(argv)
         record.write_text(json.dumps({"argv": redacted, "ignored": ignored, "pid": os.getpid(),
                                       "env_mode": os.environ.get("GPUFLEET_STANDIN_MODE", "ok")}) + "\n")
     except OSError as exc:
