@@ -56,7 +56,11 @@ def _host(tmp, name, profiles, model, **extra):
             "llm_server_models": profiles, "llm_server_model": model,
             "sglang_service_python": sys.executable, "sglang_service_api_key": "sk-unit-verify",
             "sglang_service_hf_token": "hf_unitverify", "sglang_service_unit_dir": str(base / "units"),
-            "sglang_service_env_dir": str(base / "env"), "sglang_service_state_dir": str(base / "state")}
+            "sglang_service_env_dir": str(base / "env"), "sglang_service_state_dir": str(base / "state"),
+            # credentials as plain root-only files (encrypting would create this VM's systemd host key)
+            "sglang_service_credential_encrypt": "never", "sglang_service_launcher": str(base / "gpufleet-launch"),
+            "sglang_service_restart_marker": str(base / "state" / "restart-pending"),
+            "sglang_service_defer_restart": True}  # (the credential tasks notify restart sglang: nothing runs here)
     host.update(SM120)
     host.update(extra)
     return host
@@ -108,10 +112,18 @@ def test_every_accepted_profile_renders_a_unit_systemd_accepts(tmp_path, trees):
         text = unit.read_text()
         assert "against SGLang %s" % version in text
         exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")]
-        assert len(exec_start) == 1 and "${GPUFLEET_SGLANG_API_KEY}" in exec_start[0] and "sk-unit-verify" not in text
+        # The key is no word of ExecStart: the launcher appends it inside the process from the credential.
+        assert len(exec_start) == 1 and "sk-unit-verify" not in text and '"--api-key"' not in exec_start[0]
+        assert "--credential-argument api-key=--api-key" in exec_start[0]
+        assert "--credential-environment environment" in exec_start[0]
+        credentials = tmp_path / host / "env" / "credentials"
+        assert "LoadCredential=api-key:%s/api-key" % credentials in text
+        assert (credentials / "api-key").read_text() == "sk-unit-verify"
+        assert oct((credentials / "api-key").stat().st_mode & 0o777) == "0o600"
+        assert '"HF_TOKEN": "hf_unitverify"' in (credentials / "environment").read_text()
         env_file = tmp_path / host / "env" / ("%s.env" % name)
         env = env_file.read_text()
-        assert 'GPUFLEET_SGLANG_API_KEY="sk-unit-verify"' in env and oct(env_file.stat().st_mode & 0o777) == "0o600"
+        assert "sk-unit-verify" not in env and "hf_unitverify" not in env and oct(env_file.stat().st_mode & 0o777) == "0o600"
         assert all(line.isprintable() for line in env.splitlines())
 
 
