@@ -213,7 +213,11 @@ def argv_file(port: int) -> pathlib.Path:
     explicit = os.environ.get("GPUFLEET_STANDIN_ARGV_FILE")
     if explicit:
         return pathlib.Path(explicit)
-    return pathlib.Path("/run/sglang-standin") / f"{port}.argv.json"
+    # Under the sandboxed unit (ProtectSystem=strict, a dedicated user) /run is read-only: the unit's
+    # StateDirectory= (systemd sets $STATE_DIRECTORY) is where the server may write.
+    state = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    base = pathlib.Path(state) / "sglang-standin" if state else pathlib.Path("/run/sglang-standin")
+    return base / f"{port}.argv.json"
 
 
 # --------------------------------------------------------------------------------------------
