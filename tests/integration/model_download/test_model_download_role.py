@@ -32,6 +32,8 @@ SHARD = 256 * 1024
 # must show progress while they download are a few pieces long, served at 5 MB/s.
 BIG = 31 * 1024 * 1024
 SLOW = 5 * 1000 * 1000
+
+
 def _resume_after_start(pid: int, model_dir: pathlib.Path, limit: float = 300.0) -> None:
     """SIGCONT pid once the download helper's `start --dir model_dir` has run and exited."""
     needle, seen = str(model_dir).encode(), False
@@ -54,6 +56,8 @@ def _resume_after_start(pid: int, model_dir: pathlib.Path, limit: float = 300.0)
             break
         time.sleep(0.02)
     os.kill(pid, signal.SIGCONT)
+
+
 WAIT = "Wait for the job (a progress line every model_download_poll_seconds)"
 RESTART = "Restart SGLang once for the new model files"
 

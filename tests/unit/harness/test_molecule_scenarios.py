@@ -43,6 +43,9 @@ def _setup(tmp_path: pathlib.Path, behaviour: dict[str, str]) -> tuple[list[str]
     stand_in = tmp_path / "molecule_stand_in.py"
     stand_in.write_text(STAND_IN)
     env = dict(os.environ, STANDIN_CALLS=str(tmp_path / "calls"))
+    # A lock inherited from the calling run (make test-cold beside other engineers' scenarios) would
+    # make the stand-in scenarios wait for real ones: they timed out at 300 s in issue 12's cold run.
+    env.pop("GPUFLEET_MOLECULE_LOCK", None)
     env.update({f"STANDIN_{name}": value for name, value in behaviour.items()})
     cmd = [sys.executable, str(RUNNER), "--log-dir", str(tmp_path / "logs"),
            "--molecule", f"{sys.executable} {stand_in}"]
