@@ -67,7 +67,7 @@ options:
       - A name the reader binds more than once, only conditionally (inside C(if)/C(try)/C(with)/a loop),
         by a star import, or to anything but a dict literal (a call, a module) is refused, naming the files
         involved; nothing is written.
-      - The edited text is followed again before it is written: when the table the reader would use is not
+      - The edited text is followed again before it is written. When the table the reader would use is not
         the one patched (or lacks an added key), the module fails naming both files and writes nothing.
     type: bool
     default: false
