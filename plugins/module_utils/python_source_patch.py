@@ -456,7 +456,7 @@ def _module_file(importer, module, level, exists):
     """
     if level:
         base = os.path.dirname(importer)
-        for _ in range(level - 1):
+        for _level in range(level - 1):
             base = os.path.dirname(base)
         parts = module.split(".") if module else []
     else:
@@ -554,8 +554,8 @@ def _follow(path, symbol, read_file, exists, first):
         resolved = head + dot + attr
         find_dict(tree, resolved, path)  # a class without the attribute, or not a dict: a clear error
         return path, resolved, chain
-    raise PatchError("more than %d imports while following %s from %s: %s" % (_MAX_HOPS, symbol, path,
-                                                                           " -> ".join(chain)))
+    raise PatchError("more than %d imports while following %s from %s: %s" % (
+        _MAX_HOPS, symbol, path, " -> ".join(chain)))
 
 
 def resolve_read_target(candidates, read_file, exists):

@@ -100,6 +100,7 @@ attributes:
         including the family members that would be installed), returning RV(would_install). Nothing is installed.
   diff_mode:
     support: none
+    description: Package installs have no file diff; RV(installed) and RV(would_install) list the versions before and after.
   platform:
     support: full
     platforms: posix

@@ -56,10 +56,10 @@ def install(site, name, version, cuda=None):
         (package / "version.py").write_text("__version__ = '%s'\ncuda: Optional[str] = '%s'\n" % (version, cuda))
 
 
-def probe(env, requirements, packages=FAMILY):
+def probe(env, requirements, packages=None):
     python, site = env
-    out = subprocess.run([str(python), "-c", PROBE, json.dumps({"requirements": requirements, "packages": packages,
-                                                              "exclude": ["sglang"]})],
+    args = {"requirements": requirements, "packages": list(FAMILY if packages is None else packages), "exclude": ["sglang"]}
+    out = subprocess.run([str(python), "-c", PROBE, json.dumps(args)],
                          capture_output=True, text=True, check=True, env={"PYTHONPATH": str(site)}).stdout
     return json.loads(out)
 
@@ -74,7 +74,7 @@ def test_probe_reads_versions_markers_and_torch_cuda(env):
     install(site, "torch", "2.9.1+cu130", cuda="13.0")
     install(site, "Typing_Extensions", "4.16.0")
     result = probe(env, ["torch==2.9.1", "typing-extensions>=5", "decord2 ; platform_machine == 'aarch64'",
-                            "not a requirement!"])
+                         "not a requirement!"])
     torch, typing, decord, broken = result["requirements"]
     assert torch["satisfied"] and torch["installed"] == "2.9.1+cu130"  # a local label satisfies ==2.9.1
     assert typing["name"] == "typing-extensions" and not typing["satisfied"] and typing["installed"] == "4.16.0"
@@ -88,8 +88,8 @@ def test_held_torch_that_satisfies_is_kept_and_the_rest_drifts(env):
     install(env[1], "torch", "2.9.1+cu130")
     install(env[1], "typing-extensions", "4.16.0")
     _result, decided = decide(env, [("torch==2.9.1", "declared"), ("torchaudio==2.9.1", "declared"),
-                                      ("numpy", "declared"), ("typing-extensions>=4", "declared"),
-                                      ("huggingface_hub", "extra")])
+                                    ("numpy", "declared"), ("typing-extensions>=4", "declared"),
+                                    ("huggingface_hub", "extra")])
     assert decided["held"] == {"torch": "2.9.1+cu130"}
     assert decided["family_install"] == ["torchaudio==2.9.1"]
     assert decided["disagreements"] == []
