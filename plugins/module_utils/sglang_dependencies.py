@@ -365,9 +365,9 @@ def run(module, params):
                               names("torch_version")))
         pending = bool(decided["drift"] or decided["family_install"])
         if pending and p["on_drift"] == "fail":
-            raise DependencyError("%s in %s does not satisfy %s's requirements and %s is fail: %s. Nothing was "
-                                  "installed. Fix: install them yourself, or set %s: install." % (
-                                      p["python"], p["python"], project, names("dependency_drift"),
+            raise DependencyError("The environment of %s does not satisfy the requirements of %s (%s) and %s is "
+                                  "fail: %s. Nothing was installed. Fix: install them yourself, or set %s: install." % (
+                                      p["python"], project, pyproject, names("dependency_drift"),
                                       _describe(decided), names("dependency_drift")))
         if pending and p["on_drift"] == "warn":
             module.warn("%s does not satisfy %s's requirements (%s is warn, nothing installed): %s." % (

@@ -91,7 +91,8 @@ def release_tree(version, dest):
 
 def run_module(tmp_path, python, project_dir, **options):
     args = dict(python=str(python), project_dir=str(project_dir), pip_args=FAST, hint_prefix="sglang_build_",
-                requirements=["huggingface_hub"], **options)
+                requirements=["huggingface_hub"])
+    args.update(options)
     play = [{"name": "resolve", "hosts": "localhost", "gather_facts": False,
              "vars": {"ansible_python_interpreter": sys.executable},
              "tasks": [{"name": "Resolve", "gpufleet.llm_server.sglang_dependencies": args, "register": "r"}]}]
@@ -147,11 +148,15 @@ def test_release_with_other_torch_pins_fails_with_a_clear_report(held_torch, tmp
     assert held_files(site) == before
 
 
-def test_replace_resolves_the_release_pins_instead(held_torch, tmp_path):
-    """Only when asked (torch_install: replace) does the resolution replace the held torch."""
-    python, site, _closure = held_torch
-    result = run_module(tmp_path, python, release_tree("0.5.5", tmp_path / "src"), torch_install="replace")
+def test_replace_resolves_the_pins_instead(held_torch, tmp_path):
+    """Only when asked (torch_install: replace) does the resolution replace the held torch. The project
+    declares just 0.5.5's torch pins (its whole list was resolved above), against real PyPI metadata."""
+    python, _site, _closure = held_torch
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pyproject.toml").write_text(
+        '[project]\nname = "sglang"\nversion = "0.5.5"\ndependencies = ["torch==2.8.0", "torchaudio==2.8.0"]\n')
+    result = run_module(tmp_path, python, tmp_path / "src", torch_install="replace", requirements=[])
     assert not result.get("failed"), result.get("msg")
     would = {i["name"]: (i["version"], i["installed"]) for i in result["would_install"]}
-    assert would["torch"] == ("2.8.0", "2.9.1") and would["torchaudio"][0] == "2.8.0"
-    assert result["family_install"][:2] == ["torch==2.8.0", "torchaudio==2.8.0"]
+    assert would["torch"] == ("2.8.0", "2.9.1") and would["torchaudio"] == ("2.8.0", None)
+    assert result["family_install"] == ["torch==2.8.0", "torchaudio==2.8.0"]
