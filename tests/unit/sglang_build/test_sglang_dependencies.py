@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_depende
     plan,
     read_report,
     requirement_name,
+    run,
     torch_version_requirement,
 )
 
@@ -122,6 +123,46 @@ def test_torch_version_override(env):
     _r, replace = decide(env, requirements, torch_install="replace")
     assert replace["family_install"] == ["torch==2.9.1+cu128"]  # ... replace switches the CUDA build
     assert torch_version_requirement(">=2.9,<2.10") == "torch>=2.9,<2.10" and torch_version_requirement("") is None
+
+
+class _Module:
+    """What run() uses of an AnsibleModule: run_command (a real subprocess with the test's site on
+    PYTHONPATH), warn, check_mode."""
+
+    def __init__(self, site, check_mode=True):
+        self.site, self.check_mode, self.warnings = site, check_mode, []
+
+    def run_command(self, argv):
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, env={"PYTHONPATH": str(self.site)})
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+
+@pytest.mark.parametrize("host_cuda, warned", [("13.0", True), ("12.8", False), ("", False)])
+def test_torch_built_for_another_cuda_than_the_host_is_reported(env, tmp_path, host_cuda, warned):
+    """torch/version.py in the format PyTorch writes (`cuda: Optional[str] = '12.8'`, a CUDA 12.8 build):
+    a host with a CUDA 13 toolkit gets a warning naming the variables that fix it; nothing is installed."""
+    python, site = env
+    install(site, "torch", "2.9.1", cuda="12.8")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pyproject.toml").write_text('[project]\nname = "sglang"\ndependencies = ["torch==2.9.1"]\n')
+    module = _Module(site)
+    result = run(module, dict(python=str(python), project_dir=str(tmp_path / "src"), extras=[], requirements=[],
+                              on_drift="install", torch_install="if-missing", torch_packages=list(FAMILY),
+                              torch_version="", torch_index_url="", pip_args=[], cuda_version=host_cuda,
+                              hint_prefix="sglang_build_"))
+    assert not result["changed"] and result["pip_commands"] == []
+    assert result["torch"]["cuda"] == "12.8" and result["held"] == {"torch": "2.9.1"}
+    cuda_warnings = [w for w in module.warnings if "CUDA" in w]
+    if warned:
+        assert len(cuda_warnings) == 1, module.warnings
+        for words in ("torch 2.9.1", "built for CUDA 12.8", "CUDA toolkit is 13.0", "sglang_build_torch_index_url",
+                      "sglang_build_torch_install: replace", "sglang_build_torch_version"):
+            assert words in cuda_warnings[0], cuda_warnings[0]
+    else:
+        assert cuda_warnings == [], module.warnings
 
 
 def test_never_refuses_a_missing_torch(tmp_path):
