@@ -30,7 +30,10 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-FAILED_TASK = re.compile(r"^(?:fatal|failed): \[[^\]]+\]|^ERROR\b|CRITICAL\b|Traceback \(most recent call last\)")
+TASK_HEADER = re.compile(r"^TASK \[(?P<name>.*)\]")
+ANSIBLE_ERROR = re.compile(r"^\[ERROR\]: (?P<msg>.*)")
+FAILED_HOST = re.compile(r"^(?:fatal|failed): \[[^\]]+\]")
+MOLECULE_ERROR = re.compile(r"^(?:ERROR|CRITICAL)\b|Traceback \(most recent call last\)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -45,13 +48,21 @@ def discover(project: pathlib.Path) -> list[str]:
 
 
 def first_failure(log: pathlib.Path) -> str:
-    """The first line that says what failed (a failed task, Molecule's own error), for the summary."""
+    """What failed first, for the summary: the failed task and Ansible's error, else Molecule's own error."""
+    task = ansible_error = ""
+    molecule_error = ""
     with open(log, errors="replace") as lines:
         for line in lines:
-            line = ANSI.sub("", line).strip()
-            if FAILED_TASK.search(line):
-                return line[:220]
-    return ""
+            line = ANSI.sub("", line).strip().lstrip("│").strip()
+            if header := TASK_HEADER.match(line):
+                task, ansible_error = header.group("name"), ""
+            elif error := ANSIBLE_ERROR.match(line):
+                ansible_error = error.group("msg")
+            elif FAILED_HOST.match(line):
+                return f"TASK [{task}] {ansible_error or line}"[:240]
+            elif not molecule_error and MOLECULE_ERROR.search(line):
+                molecule_error = line
+    return molecule_error[:240]
 
 
 @contextlib.contextmanager

@@ -30,12 +30,14 @@ import os
 import re
 
 __all__ = ["FlagDef", "FlagTable", "FlagSourceError", "load_flag_table", "read_version", "check_argv",
-           "version_tuple"]
+           "parse_argv", "version_tuple", "BUILTIN_ALIASES", "read_quantization_capabilities", "read_gdn_blackwell_backends"]
 
 # Actions that take no value on the command line.
 _NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version",
                      "DeprecatedStoreTrueAction", "DeprecatedStoreConstAction", "DeprecatedAction",
                      "BooleanOptionalAction"}
+# Actions for which giving the flag twice is meaningful (argparse accumulates instead of overwriting).
+_REPEATABLE_ACTIONS = {"append", "append_const", "extend", "count"}
 
 
 class FlagSourceError(Exception):
@@ -45,10 +47,11 @@ class FlagSourceError(Exception):
 class FlagDef:
     """One command-line option as SGLang's argparse parser would define it."""
 
-    __slots__ = ("names", "dest", "takes_value", "nargs", "choices", "value_type", "deprecated", "source")
+    __slots__ = ("names", "dest", "takes_value", "nargs", "choices", "value_type", "deprecated", "repeatable",
+                 "source")
 
     def __init__(self, names, dest, takes_value=True, nargs=None, choices=None, value_type=None,
-                 deprecated=False, source=""):
+                 deprecated=False, source="", repeatable=False):
         self.names = tuple(names)
         self.dest = dest
         self.takes_value = takes_value
@@ -56,6 +59,7 @@ class FlagDef:
         self.choices = list(choices) if choices is not None else None
         self.value_type = value_type
         self.deprecated = deprecated
+        self.repeatable = repeatable
         self.source = source
 
     def as_dict(self):
@@ -73,6 +77,13 @@ class FlagTable:
         self.layout = layout  # "server_args" (<= 0.5.13) or "arg_groups" (>= 0.5.14)
         self.version = version
         self.flags = {}  # option string -> FlagDef
+        # Release facts beside the flags (None: not known): quantization method -> minimum compute
+        # capability (major * 10 + minor) and the attention backends hybrid GDN models accept on Blackwell.
+        self.quant_min_capability = None
+        self.gdn_blackwell = None
+        # Where the definitions came from: "tree" (an SGLang directory on the host) or "release table"
+        # (plugins/module_utils/sglang_release_table.py, generated from PyPI releases).
+        self.origin = "tree"
 
     def add(self, flag):
         for name in flag.names:
@@ -90,6 +101,20 @@ class FlagTable:
 
     def summary(self):
         return {"layout": self.layout, "version": self.version, "flag_count": len(set(map(id, self.flags.values())))}
+
+    def definitions(self):
+        """Every FlagDef once, in definition order."""
+        seen, out = set(), []
+        for flag in self.flags.values():
+            if id(flag) not in seen:
+                seen.add(id(flag))
+                out.append(flag)
+        return out
+
+    def canonical(self, option):
+        """The first option string of OPTION's definition (aliases collapse to one name), or None."""
+        flag = self.flags.get(option)
+        return None if flag is None else flag.names[0]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -345,7 +370,7 @@ def _action_name(node):
 
 def _type_name(node):
     name = _action_name(node)
-    return name if name in ("int", "float", "str") else None
+    return name if name in ("int", "float") else None
 
 
 def _collect_add_argument(table, mod, relpath):
@@ -387,7 +412,7 @@ def _collect_add_argument(table, mod, relpath):
             deprecated = bool(action and action.startswith("Deprecated")) or "deprecated" in help_text.lower()[:40]
             flag = FlagDef(names, dest, takes_value=takes_value, nargs=nargs, choices=choices,
                            value_type=_type_name(_kw(call, "type")), deprecated=deprecated,
-                           source="%s:%d" % (relpath, call.lineno))
+                           source="%s:%d" % (relpath, call.lineno), repeatable=action in _REPEATABLE_ACTIONS)
             table.add(flag)
             if action == "BooleanOptionalAction":
                 table.add(FlagDef(["--no-" + n[2:] for n in names if n.startswith("--")], dest, takes_value=False,
@@ -486,7 +511,7 @@ def _collect_fields(table, mod, relpath):
             flag = FlagDef(names, field, takes_value=takes_value, nargs=nargs, choices=choices,
                            value_type=kind if kind in ("int", "float") else None,
                            deprecated="deprecated" in help_text.lower()[:40],
-                           source="%s:%d" % (relpath, stmt.lineno))
+                           source="%s:%d" % (relpath, stmt.lineno), repeatable=action in _REPEATABLE_ACTIONS)
             table.add(flag)
             if action == "BooleanOptionalAction":
                 table.add(FlagDef(["--no-" + n[2:] for n in names if n.startswith("--")], field,
@@ -520,7 +545,279 @@ def load_flag_table(sglang_dir):
         raise FlagSourceError("cannot parse %s: %s" % (exc.filename, exc))
     if "--model-path" not in table.flags:
         raise FlagSourceError("no --model-path definition found under %s: unknown SGLang source layout" % sglang_dir)
+    try:
+        table.quant_min_capability = read_quantization_capabilities(sglang_dir)
+        table.gdn_blackwell = read_gdn_blackwell_backends(sglang_dir)
+    except (SyntaxError, OSError, RecursionError):
+        pass  # facts beside the flags are optional: the rules that need them fall back to conservative sets
     return table
+
+
+# ------------------------------------------------------------------------------------------------
+# Release facts beside the flags: quantization vs compute capability, hybrid GDN backends on Blackwell
+# ------------------------------------------------------------------------------------------------
+# Deployments are CUDA: SGLang's platform switches are read as such (is_cuda() true; NPU, ROCm/HIP,
+# MUSA, XPU, MPS, HPU and CPU branches false). Anything else is "unknown" and both branches count.
+_PLATFORM_FALSE = ("npu", "hip", "musa", "xpu", "mps", "hpu", "cpu", "gfx", "rocm")
+
+
+def _platform_truth(node):
+    """True / False / None (unknown) for an `if` test, assuming an NVIDIA CUDA host."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        inner = _platform_truth(node.operand)
+        return None if inner is None else not inner
+    if isinstance(node, ast.BoolOp):
+        parts = [_platform_truth(v) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return False if False in parts else (True if all(p is True for p in parts) else None)
+        return True if True in parts else (False if all(p is False for p in parts) else None)
+    if isinstance(node, ast.Call) and not node.args:
+        node = node.func
+    name = _action_name(node)
+    if not isinstance(name, str):
+        return None
+    word = name.lstrip("_").lower()
+    if not word.startswith("is_"):
+        return None
+    if word in ("is_cuda", "is_cuda_alike"):
+        return True
+    if any(part in word for part in _PLATFORM_FALSE):
+        return False
+    return None
+
+
+def _platform_branches(node):
+    truth = _platform_truth(node.test)
+    if truth is True:
+        return [node.body]
+    if truth is False:
+        return [node.orelse]
+    return [node.body, node.orelse]
+
+
+def _dict_items(node, known, mod):
+    """{key: value node} of a dict literal (with **NAME merges of dicts in KNOWN); None when not a literal."""
+    if isinstance(node, ast.Name) and node.id in known:
+        return dict(known[node.id])
+    if not isinstance(node, ast.Dict):
+        return None
+    out = {}
+    for key, value in zip(node.keys, node.values):
+        if key is None:
+            merged = _dict_items(value, known, mod)
+            if merged is not None:
+                out.update(merged)
+        elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+            out[key.value] = value
+    return out
+
+
+def _module_dicts(statements, mod, known):
+    """Module-level dict assignments and NAME.update({...}) calls, following platform `if`s."""
+    for stmt in statements:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            items = _dict_items(stmt.value, known, mod) if stmt.value is not None else None
+            for target in targets:
+                if isinstance(target, ast.Name) and items is not None:
+                    known[target.id] = items
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            call = stmt.value
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "update" \
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id in known and call.args:
+                items = _dict_items(call.args[0], known, mod)
+                if items is not None:
+                    known[call.func.value.id].update(items)
+        elif isinstance(stmt, ast.If):
+            for branch in _platform_branches(stmt):
+                _module_dicts(branch, mod, known)
+        elif isinstance(stmt, ast.Try):
+            _module_dicts(stmt.body, mod, known)
+    return known
+
+
+def _class_method(cls, cls_mod, name, depth=0):
+    """(FunctionDef, module, class) of NAME on CLS or its bases within the tree, or (None, None, None)."""
+    if depth > 8 or cls is None:
+        return None, None, None
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+            return stmt, cls_mod, cls
+    for base in cls.bases:
+        base_name = _action_name(base)
+        if isinstance(base_name, str):
+            base_cls, base_mod = _resolve_class(base_name, cls_mod)
+            found = _class_method(base_cls, base_mod, name, depth + 1)
+            if found[0] is not None:
+                return found
+    return None, None, None
+
+
+def _capability_values(node, cls, mod, depth):
+    """Possible integer results of a get_min_capability() return expression."""
+    if depth > 10:
+        raise _Unknown()
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return {node.value}
+    if isinstance(node, ast.IfExp):
+        truth = _platform_truth(node.test)
+        values = set()
+        if truth in (True, None):
+            values |= _capability_values(node.body, cls, mod, depth + 1)
+        if truth in (False, None):
+            values |= _capability_values(node.orelse, cls, mod, depth + 1)
+        return values
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get_min_capability":
+        owner = node.func.value
+        if isinstance(owner, ast.Call) and _action_name(owner.func) == "super":
+            for base in cls.bases:
+                base_cls, base_mod = _resolve_class(_action_name(base) or "", mod)
+                if base_cls is not None:
+                    return _min_capability_values(base_cls, base_mod, depth + 1)
+            raise _Unknown()
+        owner_name = _action_name(owner)
+        if isinstance(owner_name, str):
+            other, other_mod = _resolve_class(owner_name, mod)
+            if other is not None:
+                return _min_capability_values(other, other_mod, depth + 1)
+    raise _Unknown()
+
+
+def _returns_of(statements, cls, mod, depth):
+    """(values, terminated): what a function body can return, following platform `if`s."""
+    values = set()
+    for stmt in statements:
+        if isinstance(stmt, ast.Return):
+            if stmt.value is None:
+                raise _Unknown()
+            return values | _capability_values(stmt.value, cls, mod, depth), True
+        if isinstance(stmt, ast.Raise):
+            return values, True
+        if isinstance(stmt, ast.If):
+            branches = _platform_branches(stmt)
+            ends = []
+            for branch in branches:
+                found, ended = _returns_of(branch, cls, mod, depth)
+                values |= found
+                ends.append(ended and bool(branch))
+            if all(ends):
+                return values, True
+    return values, False
+
+
+def _min_capability_values(cls, mod, depth=0):
+    func, func_mod, owner = _class_method(cls, mod, "get_min_capability")
+    if func is None:
+        raise _Unknown()
+    values, _ended = _returns_of(func.body, owner, func_mod, depth)
+    if not values:
+        raise _Unknown()  # e.g. the base class: raise NotImplementedError
+    return values
+
+
+def read_quantization_capabilities(sglang_dir):
+    """{method: minimum compute capability (major * 10 + minor)} for the --quantization methods of the tree.
+
+    SGLang's model loader refuses a GPU whose capability is below `quant_config.get_min_capability()`
+    ("The quantization method X is not supported for the current GPU. Minimum capability: ...";
+    sglang/srt/model_loader/loader.py). Methods are read from QUANTIZATION_METHODS in
+    sglang/srt/layers/quantization/__init__.py; where a method's minimum depends on runtime state
+    (`100 if self.use_mxfp8 else 80`) the lowest value is kept, and a method whose minimum cannot be read
+    (a vLLM class outside the tree) is left out: never a false refusal.
+    """
+    loader = _Loader(sglang_dir)
+    dotted = "sglang.srt.layers.quantization"
+    path = os.path.join(loader.root, *dotted.split(".")) + os.sep + "__init__.py"
+    if not os.path.isfile(path):
+        return None
+    mod = loader.module(dotted)
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), filename=path)
+    known = _module_dicts(tree.body, mod, {})
+    methods = known.get("QUANTIZATION_METHODS") or known.get("BASE_QUANTIZATION_METHODS")
+    if not methods:
+        return None
+    out = {}
+    for method, value in methods.items():
+        name = _action_name(value)
+        cls, cls_mod = _resolve_class(name, mod) if isinstance(name, str) else (None, None)
+        if cls is None:
+            continue
+        try:
+            out[method] = min(_min_capability_values(cls, cls_mod))
+        except (_Unknown, RecursionError):
+            continue
+    return out
+
+
+def _string_set(node, mod):
+    try:
+        value = _evaluate(node, mod)
+    except _Unknown:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return sorted(set(value))
+    return None
+
+
+def _gdn_sets(statements, mod, sm120, found):
+    """Collect allowed-backend sets under `if is_blackwell():` (FOUND: {'sm100': set, 'sm120': set, 'checks': set})."""
+    for stmt in statements:
+        for node in ast.walk(stmt) if not isinstance(stmt, ast.If) else [stmt.test]:
+            if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+                left, right = node.left, node.comparators[0]
+                if isinstance(right, ast.Constant) and isinstance(right.value, str):
+                    attr = _action_name(left) or ""
+                    if attr.endswith("backend"):
+                        for key in (("sm120",) if sm120 else ("sm100", "sm120")):
+                            found[key].add(right.value)
+                        found["checks"].add(attr)
+            elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In):
+                attr = _action_name(node.left) or ""
+                if attr.endswith(("backend", "_be", "backend_str")):
+                    found["checks"].add(attr)
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values = _string_set(node.value, mod)
+                if values:
+                    for key in (("sm120",) if sm120 else ("sm100",) if found["split"] else ("sm100", "sm120")):
+                        found[key].update(values)
+        if isinstance(stmt, ast.If):
+            mentions_sm120 = "sm120" in ast.dump(stmt.test).lower() or "sm12" in ast.dump(stmt.test).lower()
+            if mentions_sm120:
+                found["split"] = True
+                _gdn_sets(stmt.body, mod, True, found)
+                _gdn_sets(stmt.orelse, mod, False, found)
+            else:
+                _gdn_sets(stmt.body, mod, sm120, found)
+                _gdn_sets(stmt.orelse, mod, sm120, found)
+
+
+def read_gdn_blackwell_backends(sglang_dir):
+    """The attention backends SGLang accepts for hybrid GDN models on Blackwell, read from the assert in
+    sglang/srt/layers/attention/attention_registry.py: {'sm100': [...], 'sm120': [...], 'checks': [...]}
+    ('checks': the backend settings the assert looks at: attention_backend alone in older releases,
+    the prefill and decode backends in newer ones). None when the release has no such check."""
+    loader = _Loader(sglang_dir)
+    dotted = "sglang.srt.layers.attention.attention_registry"
+    mod = loader.module(dotted)
+    if mod is None:
+        return None
+    with open(mod.path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read(), filename=mod.path)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.If) and "hybrid_gdn_config" in ast.dump(node.test)):
+            continue
+        for inner in node.body:
+            if isinstance(inner, ast.If) and _action_name(getattr(inner.test, "func", inner.test)) == "is_blackwell":
+                found = {"sm100": set(), "sm120": set(), "checks": set(), "split": False}
+                _gdn_sets(inner.body, mod, False, found)
+                if found["sm100"] or found["sm120"]:
+                    checks = sorted({"prefill_attention_backend" if "prefill" in c else
+                                     "decode_attention_backend" if "decode" in c else
+                                     "attention_backend" for c in found["checks"]})
+                    return {"sm100": sorted(found["sm100"]), "sm120": sorted(found["sm120"] or found["sm100"]),
+                            "checks": checks}
+    return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -537,58 +834,98 @@ def _type_ok(value, value_type):
     return True
 
 
-def check_argv(table, argv):
-    """Return a list of problems (dicts: flag, value, reason, suggestions) for ARGV against TABLE.
+# Spellings that mean the same option when no flag table is at hand (SGLang's own aliases).
+BUILTIN_ALIASES = {"--tensor-parallel-size": "--tp-size", "--enable-hicache": "--enable-hierarchical-cache",
+                   "--model": "--model-path"}
 
-    Mirrors argparse for what a rendered command line uses: `--flag value`, `--flag=value`, switches,
-    nargs '+'/'*' lists; unknown flags (with close matches), missing values, values given to switches,
-    bad choices, non-numeric values for int/float flags.
+
+def _is_option(word):
+    return str(word).startswith("--")
+
+
+def parse_argv(table, argv):
+    """Walk ARGV like argparse does (no prefix matching) and return (occurrences, problems).
+
+    occurrences: one dict per option given: option (as written), key (the destination argparse stores it
+    in: FlagDef.dest with a TABLE, else the option with SGLang's aliases folded), values (list of str;
+    [] for a switch), index (position of the option word in ARGV), flag (FlagDef or None).
+    problems: dicts with flag, value, reason, suggestions, index: unknown flags (with close matches),
+    missing values, values given to switches, stray words, bad choices, non-numeric values for int/float
+    flags. Without a TABLE (None) only the shape is known: an option takes the words up to the next
+    option, and nothing is refused.
     """
-    problems = []
+    occurrences, problems = [], []
     i = 0
+    previous_switch = None
     while i < len(argv):
+        index = i
         token = str(argv[i])
         i += 1
-        if not token.startswith("-"):
-            problems.append({"flag": token, "value": None, "reason": "stray positional argument",
-                             "suggestions": []})
+        if not _is_option(token):
+            reason = "stray word: it follows the switch %s, which takes no value" % previous_switch \
+                if previous_switch else "stray positional argument"
+            problems.append({"flag": token, "value": None, "reason": reason, "suggestions": [], "index": index,
+                             "after_switch": previous_switch})
             continue
+        previous_switch = None
         option, has_eq, inline = token.partition("=")
+        if table is None:
+            values = [inline] if has_eq else []
+            while not has_eq and i < len(argv) and not _is_option(argv[i]):
+                values.append(str(argv[i]))
+                i += 1
+            occurrences.append({"option": option, "key": BUILTIN_ALIASES.get(option, option), "values": values,
+                                "index": index, "flag": None, "value_index": index if has_eq else index + 1})
+            continue
         flag = table.get(option)
         if flag is None:
-            problems.append({"flag": option, "value": inline if has_eq else None,
+            problems.append({"flag": option, "value": inline if has_eq else None, "index": index,
                              "reason": "not defined by this SGLang release", "suggestions": table.suggest(option)})
-            # skip the value tokens that follow an unknown flag
-            while i < len(argv) and not str(argv[i]).startswith("--"):
+            while i < len(argv) and not _is_option(argv[i]):  # the value words of the unknown flag
                 i += 1
             continue
+        occurrence = {"option": option, "key": flag.dest, "values": [], "index": index, "flag": flag,
+                      "value_index": index if has_eq else index + 1}
+        occurrences.append(occurrence)
         if not flag.takes_value:
             if has_eq:
                 problems.append({"flag": option, "value": inline, "reason": "is a switch and takes no value",
-                                 "suggestions": []})
+                                 "suggestions": [], "index": index})
+            previous_switch = option
             continue
         values = []
         if has_eq:
             values = [inline]
         elif flag.nargs in ("+", "*"):
-            while i < len(argv) and not str(argv[i]).startswith("--"):
+            while i < len(argv) and not _is_option(argv[i]):
                 values.append(str(argv[i]))
                 i += 1
         elif flag.nargs == "?":
-            if i < len(argv) and not str(argv[i]).startswith("--"):
+            if i < len(argv) and not _is_option(argv[i]):
                 values = [str(argv[i])]
                 i += 1
         elif i < len(argv):
             values = [str(argv[i])]
             i += 1
+        occurrence["values"] = values
         if not values and flag.nargs not in ("*", "?"):
-            problems.append({"flag": option, "value": None, "reason": "expects a value", "suggestions": []})
+            problems.append({"flag": option, "value": None, "reason": "expects a value", "suggestions": [],
+                             "index": index})
             continue
         for value in values:
             if flag.choices is not None and value not in flag.choices:
                 problems.append({"flag": option, "value": value, "reason": "invalid choice",
-                                 "suggestions": sorted(flag.choices)})
+                                 "suggestions": sorted(flag.choices), "index": index})
             elif not _type_ok(value, flag.value_type):
-                problems.append({"flag": option, "value": value, "reason": "expects %s" % flag.value_type,
-                                 "suggestions": []})
-    return problems
+                problems.append({"flag": option, "value": value, "reason": "expects %s" % _type_words(flag.value_type),
+                                 "suggestions": [], "index": index})
+    return occurrences, problems
+
+
+def _type_words(value_type):
+    return {"int": "an integer", "float": "a number"}.get(value_type, value_type)
+
+
+def check_argv(table, argv):
+    """Return the problems (dicts: flag, value, reason, suggestions, index) of ARGV against TABLE (see parse_argv)."""
+    return parse_argv(table, argv)[1]

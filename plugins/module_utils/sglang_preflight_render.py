@@ -7,10 +7,13 @@
 One function, `render()`, used by the preflight module (to check the argv against the installed
 release's real flag definitions) and by the sglang_service role (which writes exactly this argv into
 the unit): what is checked is what runs. Release-dependent spellings are chosen here, from the flag
-table when the release is known (see `REWRITES` in sglang_preflight.py for the reasons and sources).
+table when the release is known (docs/model-profiles.md, "Release-dependent rendering"). Control
+characters are refused here too (`control_characters()` is the one definition the preflight rule uses).
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_flags import version_tuple
 
@@ -41,6 +44,53 @@ SPECULATIVE_FLAGS = (
 )
 
 
+class RenderError(ValueError):
+    """A rendered word would break the unit, the environment file or the argv (a control character)."""
+
+
+def control_characters(text):
+    """Names of the control characters in TEXT, e.g. ['\\n (line feed) at 12'], [] when clean.
+
+    One definition for every string that reaches the unit, the environment file or the argv: Unicode
+    categories Cc (C0/C1 controls: NUL, TAB, LF, CR, ESC, DEL, NEL, ...), Zl and Zp (line and paragraph
+    separators). A line break splits ExecStart= or an environment line; NUL ends the string in C;
+    the others are invisible in logs and never meant.
+    """
+    found = []
+    for position, char in enumerate(str(text)):
+        category = unicodedata.category(char)
+        if category in ("Cc", "Zl", "Zp"):
+            name = unicodedata.name(char, "") or _C0_NAMES.get(ord(char), "control character")
+            found.append("%s (%s) at %d" % (repr(char)[1:-1], name.lower(), position))
+    return found
+
+
+# unicodedata has no names for C0/C1 controls.
+_C0_NAMES = {0: "NUL", 7: "bell", 8: "backspace", 9: "tab", 10: "line feed", 11: "vertical tab",
+             12: "form feed", 13: "carriage return", 27: "escape", 127: "delete", 133: "next line"}
+
+
+def check_rendered(rendered):
+    """Raise RenderError when a word of RENDERED (render()'s result) holds a control character.
+
+    Defence in depth: the preflight rule `control-characters` refuses such input with the variable to
+    fix before anything is rendered; this is the renderer refusing to write what slipped through."""
+    for index, word in enumerate(rendered.get("argv") or []):
+        bad = control_characters(word)
+        if bad:
+            raise RenderError("argv word %d %r holds %s" % (index, word, ", ".join(bad)))
+    for key, value in (rendered.get("env") or {}).items():
+        for what, text in (("name", key), ("value", value)):
+            bad = control_characters(text)
+            if bad:
+                raise RenderError("environment %s %r holds %s" % (what, key, ", ".join(bad)))
+
+
+def _mapping(value):
+    """A profile section as a dict: a wrongly shaped one renders as absent (the schema rule names it)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _text(value):
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -49,77 +99,89 @@ def _text(value):
     return str(value)
 
 
-def render(profile, table=None, version=None, api_key_set=False, node=None):
-    """Return {'argv': [...], 'env': {...}, 'rewrites': [...]} for PROFILE.
+def render(profile, table=None, version=None, api_key_set=False, node=None, check=True):
+    """Return {'argv': [...], 'origins': [...], 'env': {...}, 'rewrites': [...]} for PROFILE.
 
-    TABLE: sglang_flags.FlagTable of the installed release (None before SGLang is installed);
-    VERSION: its release string. API_KEY_SET: put `--api-key ${GPUFLEET_SGLANG_API_KEY}` in the argv
-    (systemd expands it from the 0600 environment file, so the key is never in the unit file).
+    TABLE: sglang_flags.FlagTable of the release that will run (None when unknown); VERSION: its
+    release string. API_KEY_SET: put `--api-key ${GPUFLEET_SGLANG_API_KEY}` in the argv (systemd
+    expands it from the 0600 environment file, so the key is never in the unit file).
     NODE: {'node_rank': R, 'dist_init_addr': 'HOST:PORT'} of this host when the profile has
     nnodes > 1 (multi-node tensor parallel): every rank gets the same argv plus its --node-rank.
+    ORIGINS: for every argv word, the profile key path it came from (('speculative', 'eagle_topk'),
+    ('extra_args', 3), ('llm_server_api_key',), ('nnodes',)), so a problem found in the argv names the
+    variable to fix. CHECK: refuse control characters (RenderError); the preflight module renders
+    unchecked first, to report every problem with its variable, and checks what it returns.
     """
-    profile = profile or {}
-    argv, rewrites = [], []
-    env = {str(k): _text(v) for k, v in (profile.get("env") or {}).items()}
+    profile = profile if isinstance(profile, dict) else {}
+    argv, origins, rewrites = [], [], []
+    env = {str(k): _text(v) for k, v in _mapping(profile.get("env")).items()}
     vt = version_tuple(version)
-    has = (lambda flag: table.get(flag) is not None) if table is not None else (lambda flag: True)
+
+    def add(origin, *words):
+        argv.extend(words)
+        origins.extend([origin] * len(words))
 
     for key, flag in VALUE_FLAGS:
         value = profile.get(key)
         if value is None or value == "":
             continue
-        argv += [flag, _text(value)]
+        add((key,), flag, _text(value))
 
-    spec = profile.get("speculative") or {}
+    spec = _mapping(profile.get("speculative"))
     if spec.get("algorithm"):
         for key, flag in SPECULATIVE_FLAGS:
             if spec.get(key) is not None and spec.get(key) != "":
-                argv += [flag, _text(spec[key])]
+                add(("speculative", key), flag, _text(spec[key]))
         if spec.get("spec_v2"):
             if vt is not None and vt >= (0, 5, 14, 0):
-                rewrites.append("speculative.spec_v2: SGLANG_ENABLE_SPEC_V2 not set (removed in SGLang 0.5.14, no effect)")
+                rewrites.append(("speculative.spec_v2", True,
+                                 "SGLANG_ENABLE_SPEC_V2 not set (removed in SGLang 0.5.14, no effect)"))
             else:
                 env.setdefault("SGLANG_ENABLE_SPEC_V2", "True")
 
-    hicache = profile.get("hicache") or {}
+    hicache = _mapping(profile.get("hicache"))
     if hicache.get("enabled"):
-        argv.append("--enable-hierarchical-cache")
+        add(("hicache", "enabled"), "--enable-hierarchical-cache")
         if hicache.get("size_gb") is not None:
-            argv += ["--hicache-size", _text(hicache["size_gb"])]
+            add(("hicache", "size_gb"), "--hicache-size", _text(hicache["size_gb"]))
         elif hicache.get("ratio") is not None:
-            argv += ["--hicache-ratio", _text(hicache["ratio"])]
+            add(("hicache", "ratio"), "--hicache-ratio", _text(hicache["ratio"]))
         if hicache.get("write_policy"):
-            argv += ["--hicache-write-policy", _text(hicache["write_policy"])]
+            add(("hicache", "write_policy"), "--hicache-write-policy", _text(hicache["write_policy"]))
 
-    allreduce = profile.get("allreduce") or {}
+    allreduce = _mapping(profile.get("allreduce"))
     if allreduce.get("flashinfer_fusion"):
         if table is not None and table.get("--flashinfer-allreduce-fusion-backend") is not None:
-            argv += ["--flashinfer-allreduce-fusion-backend", "auto"]
-            rewrites.append("allreduce.flashinfer_fusion: --enable-flashinfer-allreduce-fusion is deprecated in this "
-                            "release; rendered as --flashinfer-allreduce-fusion-backend auto")
+            add(("allreduce", "flashinfer_fusion"), "--flashinfer-allreduce-fusion-backend", "auto")
+            rewrites.append(("allreduce.flashinfer_fusion", True,
+                             "--enable-flashinfer-allreduce-fusion is deprecated in this release; rendered as "
+                             "--flashinfer-allreduce-fusion-backend auto"))
         else:
-            argv.append("--enable-flashinfer-allreduce-fusion")
+            add(("allreduce", "flashinfer_fusion"), "--enable-flashinfer-allreduce-fusion")
     if allreduce.get("disable_custom_all_reduce"):
-        argv.append("--disable-custom-all-reduce")
+        add(("allreduce", "disable_custom_all_reduce"), "--disable-custom-all-reduce")
     if allreduce.get("torch_symm_mem"):
-        argv.append("--enable-torch-symm-mem")
+        add(("allreduce", "torch_symm_mem"), "--enable-torch-symm-mem")
     if profile.get("disable_radix_cache"):
-        argv.append("--disable-radix-cache")
+        add(("disable_radix_cache",), "--disable-radix-cache")
 
     nnodes = profile.get("nnodes")
     if isinstance(nnodes, int) and nnodes > 1 and node and node.get("node_rank") is not None:
-        argv += ["--dist-init-addr", _text(node.get("dist_init_addr")), "--nnodes", _text(nnodes),
-                 "--node-rank", _text(node["node_rank"])]
+        add(("nnodes",), "--dist-init-addr", _text(node.get("dist_init_addr")), "--nnodes", _text(nnodes),
+            "--node-rank", _text(node["node_rank"]))
     if profile.get("host"):
-        argv += ["--host", _text(profile["host"])]
+        add(("host",), "--host", _text(profile["host"]))
     if profile.get("port") is not None:
-        argv += ["--port", _text(profile["port"])]
+        add(("port",), "--port", _text(profile["port"]))
     if api_key_set:
-        argv += ["--api-key", API_KEY_PLACEHOLDER]
-    argv += [_text(a) for a in (profile.get("extra_args") or [])]
-    if not has("--fp4-gemm-backend") and profile.get("fp4_gemm_backend"):
-        rewrites.append("fp4_gemm_backend: this release has no --fp4-gemm-backend (added in 0.5.8)")
-    return {"argv": argv, "env": env, "rewrites": rewrites}
+        add(("llm_server_api_key",), "--api-key", API_KEY_PLACEHOLDER)
+    extra = profile.get("extra_args")
+    for index, word in enumerate(extra if isinstance(extra, list) else []):
+        add(("extra_args", index), _text(word))
+    rendered = {"argv": argv, "origins": origins, "env": env, "rewrites": rewrites}
+    if check:
+        check_rendered(rendered)
+    return rendered
 
 
 def systemd_quote(argv):
@@ -127,10 +189,14 @@ def systemd_quote(argv):
 
     Every word is double-quoted; `\\` and `"` are escaped, `%` (specifiers) doubled to `%%`, `$`
     doubled to `$$` so systemd does not expand it, except the API key placeholder, which systemd
-    must expand from the environment file. Newlines are refused by the profile validation.
+    must expand from the environment file. A word with a control character (a line break would end
+    ExecStart= mid-word) raises RenderError; the preflight rule `control-characters` refuses it first.
     """
     words = []
     for arg in argv:
+        bad = control_characters(arg)
+        if bad:
+            raise RenderError("ExecStart word %r holds %s" % (arg, ", ".join(bad)))
         if arg == API_KEY_PLACEHOLDER:
             words.append(arg)
             continue

@@ -2,8 +2,8 @@
 
 TEST DOUBLE. The real Hub cannot be reached from the test machines (only PyPI is), so the
 model_download tests point the *real* huggingface_hub library (HF_ENDPOINT=http://127.0.0.1:PORT) at this
-server. It serves exactly what `huggingface_hub.snapshot_download(..., local_dir=...)` uses for a model
-repo, as read from huggingface_hub 2.4.0 (hf_api.py, file_download.py, utils/_http.py):
+server. It serves exactly what the role's helper and `huggingface_hub.hf_hub_download(..., local_dir=...)`
+use for a model repo, as read from huggingface_hub 2.4.0 (hf_api.py, file_download.py, utils/_http.py):
 
 - GET  /api/models/{repo}/revision/{revision}      repo_info: {"id", "sha", "siblings": [{"rfilename"}]}
 - GET  /api/models/{repo}/tree/{commit}?recursive  list_repo_tree: [{"type": "file", "path", "size", "oid",
@@ -15,7 +15,30 @@ repo, as read from huggingface_hub 2.4.0 (hf_api.py, file_download.py, utils/_ht
 - GET  /cdn/{sha256}   on 127.0.0.2 (another origin, like the real CDN: the library drops the Authorization
                        header there)                LFS body, Range supported (206 + Content-Range)
 
-No Xet headers are sent, so the library uses plain HTTP downloads (its non-Xet path).
+Where each replayed fact about the real Hub comes from (the manifest is built from the first four):
+- tree entry fields `type`, `path`, `size`, `oid` (git blob id) and `lfs: {oid (= sha256), size,
+  pointerSize}`: the Hub API's tree listing as documented for huggingface.js (ListFileEntry, "pointerSize:
+  size of the raw pointer file, 100~200 bytes") and parsed by huggingface_hub 2.4.0 hf_api.RepoFile
+  (`blob_id = oid`, `BlobLfsInfo(sha256=lfs["oid"], ...)`); the Hub's file pages show the same
+  "SHA256 / Pointer size / Size of remote file" for LFS files.
+- `X-Linked-Etag: "<sha256>"` (quoted) and `X-Linked-Size` on the HEAD of an LFS file, `X-Repo-Commit` on
+  every resolve: a recorded `curl -sI https://huggingface.co/<repo>/resolve/main/<file>` answer
+  (x-linked-size, x-linked-etag, x-repo-commit); huggingface_hub's constants HUGGINGFACE_HEADER_X_LINKED_ETAG
+  / _SIZE / X_REPO_COMMIT and get_hf_file_metadata, which prefers them over ETag / Content-Length; and its
+  _xet_file_metadata_from_tree_cache ("Mirror the server's HEAD response: ETag/size come from the LFS
+  metadata"), i.e. the HEAD's sha256 is the tree's lfs.oid.
+- the LFS HEAD answer is a redirect off the Hub (302, Location on another host) whose size is the file's,
+  not the pointer's: huggingface_hub's own test against the real Hub (test_get_hf_file_metadata_from_a_lfs_file:
+  gpt2 tf_model.h5, size 497933648, location on the CDN host); _httpx2_follow_hub_redirects_with_backoff
+  follows only redirects that stay on the Hub, so the metadata is read from the redirect itself.
+- `ETag` of a regular file = its git blob id, with Content-Length and no redirect: huggingface_hub names
+  its cache blobs by the ETag it reads (the Hub Local Cache reference: git SHA-1 for regular files, SHA-256
+  for LFS files) and test_get_hf_file_metadata_basic (config.json of a pinned commit on the real Hub: an
+  etag, size 851, location = the URL asked). The role itself takes blob ids from the tree listing only
+  (hf_api.list_repo_tree's docstring shows the real gpt2 listing: 40-hex blob ids, `lfs` only on LFS files).
+tests/integration/model_download/test_fake_hub_contract.py checks this double against the real client's
+parsing. Not replayed: Xet (X-Xet-Hash, the xet-auth Link header, `xetHash` in the tree); without it
+huggingface_hub uses its plain HTTP download path, which is also what it does when hf_xet is absent.
 
 Knobs for tests: `token` (require `Authorization: Bearer <token>` on Hub requests; 401 otherwise),
 `fail_once` (file names whose first body GET is cut at `cut_at` bytes, default half: the library resumes

@@ -11,9 +11,15 @@ They behave like the real commands where the role depends on it:
   "device in use" check sees a real process;
 - `pct start` fails unless every GPU is on nvidia and /dev/nvidiactl, /dev/nvidia-uvm exist; its
   holder keeps /dev/nvidiaN open (the container's CUDA processes);
-- `shutdown ID [--timeout N] [--forceStop 1]` stops the holder.
+- `shutdown ID [--timeout N] [--forceStop 1]` stops the holder;
+- `config ID` prints the guest's configuration lines as given (the scenario writes them in Proxmox's
+  own `key: value` format: hostpciN / devN / lxc.* entries, see prepare.yml for their sources); they are
+  data for the role's check, the stand-in itself starts guests from the device lists below.
+Fault injection: "fail_start": ["qm 100"] makes that `start` fail like a QEMU that exits at once
+(after the GPUs were moved), for the scenario's rollback tests.
 Config: /etc/gpufleet-fake/pve.json {"fake_base": DIR, "journal": FILE, "vms": {"100": [addr...]},
-"cts": {"200": [addr...]}}. State: /var/lib/gpufleet-fake/<qm|pct>-<id>.pid.
+"cts": {"200": [addr...]}, "config": {"qm 100": [line...], "pct 200": [line...]}, "fail_start": [...]}.
+State: /var/lib/gpufleet-fake/<qm|pct>-<id>.pid.
 """
 
 import json
@@ -70,9 +76,9 @@ def main():
     args = sys.argv[1:]
     with open(CONFIG, encoding="utf-8") as handle:
         conf = json.load(handle)
-    if len(args) < 2 or args[0] not in ("status", "start", "shutdown", "stop"):
+    if len(args) < 2 or args[0] not in ("status", "start", "shutdown", "stop", "config"):
         record(conf, actor, args or ["?"], "usage")
-        sys.stderr.write("%s stand-in: supports status|start|shutdown|stop ID\n" % actor)
+        sys.stderr.write("%s stand-in: supports status|start|shutdown|stop|config ID\n" % actor)
         return 2
     command, guest = args[0], args[1]
     devices = conf["vms" if actor == "qm" else "cts"].get(guest)
@@ -81,6 +87,9 @@ def main():
         sys.stderr.write("Configuration file '%s/%s.conf' does not exist\n" % (
             "nodes/pve/qemu-server" if actor == "qm" else "nodes/pve/lxc", guest))
         return 2
+    if command == "config":
+        sys.stdout.write("".join(line + "\n" for line in conf.get("config", {}).get("%s %s" % (actor, guest), [])))
+        return 0
     pid = pid_of(actor, guest)
     if command == "status":
         print("status: %s" % ("running" if pid else "stopped"))
@@ -110,6 +119,11 @@ def main():
     if actor == "pct":
         wrong += ["missing /dev/%s" % n for n in ("nvidiactl", "nvidia-uvm")
                   if not os.path.exists(os.path.join(conf["fake_base"], "dev", n))]
+    if "%s %s" % (actor, guest) in conf.get("fail_start", []):
+        record(conf, actor, args, "failed: injected")
+        sys.stderr.write("start failed: QEMU exited with code 1\n" if actor == "qm" else
+                         "startup for container '%s' failed\n" % guest)
+        return 255
     if wrong:
         record(conf, actor, args, "refused: " + "; ".join(wrong))
         sys.stderr.write("cannot start %s %s: devices not on %s: %s\n" % (actor, guest, want, "; ".join(wrong)))

@@ -1,84 +1,557 @@
-"""Download a Hugging Face repo snapshot into a directory (resumable; token from a file, never argv).
+"""Verify a model directory file by file and fetch from the Hub only the files that fail; runs in the
+background and reports its progress in a status file. Installed by the model_download role.
 
-usage: hf_download.py REPO REVISION LOCAL_DIR TOKEN_FILE MAX_WORKERS
+usage:
+  hf_download.py start  --dir DIR --repo REPO --revision REV --verify size|sha256 --workers N
+                        --timeout SECONDS [--margin-bytes N] [--expected-shards N] [--profile-var TEXT]
+                        [--token-stdin]
+      Starts the job detached (its own session; it outlives the play) and prints one JSON line
+      {"pid": N, "attached": false}. When a job already runs for DIR (a previous play was interrupted)
+      it starts nothing and prints {"pid": <that job>, "attached": true}. With --token-stdin the Hub
+      token is read from stdin and kept in the job's memory only: never in argv, the environment, or
+      a file.
+  hf_download.py status --dir DIR
+      Prints the job's status as one JSON line: state running|done|failed|lost, a progress `line`,
+      and `result` (done) or `msg` (failed/lost).
 
-Files already complete are kept (huggingface_hub checks them against the Hub's ETag / sha256); a
-connection dropped mid-file is resumed with an HTTP Range request. After the download every local
-file's size is compared with the repo's listing at the resolved commit: a file of the wrong size
-(truncated, or changed without huggingface_hub noticing) is downloaded again once; if still wrong
-the helper exits non-zero naming the files. Prints one JSON line: commit, files, bytes, redownloaded.
+The job: list the repo at the resolved commit (or use DIR's manifest when it is for REPO@REV), check
+every file (size: one stat per file; sha256: hash every file, LFS files against the Hub's sha256,
+others against their git blob id), refuse when the filesystem lacks space for the files to fetch,
+fetch exactly the failing files with huggingface_hub (a dropped connection resumes with a Range
+request), check the fetched files again, then write DIR/.gpufleet-manifest.json atomically.
+Bookkeeping lives in DIR/.gpufleet/ (0700): lock, status.json, job.log. With --repo "" nothing is
+fetched: a failing file fails the job, naming it.
 """
+import argparse
+import concurrent.futures
+import datetime
+import errno
+import fcntl
+import hashlib
 import json
 import os
+import select
 import sys
+import threading
+import time
+
+MANIFEST = ".gpufleet-manifest.json"
+WORK = ".gpufleet"
+FORMAT = 1
+STATUS_EVERY = 2.0
+READ_CHUNK = 8 * 1024 * 1024
 
 
-def main():
-    repo, revision, local_dir, token_file, workers = sys.argv[1:6]
-    token = None
-    if token_file and os.path.isfile(token_file):
-        with open(token_file, encoding="utf-8") as handle:
-            token = handle.read().strip() or None
+# ---------------------------------------------------------------------------------------- helpers
+def human(n):
+    n = float(n or 0)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
+        n /= 1000.0
+    return "%.1f TB" % n
+
+
+def duration(seconds):
+    seconds = int(max(0, seconds))
+    if seconds < 90:
+        return "%d s" % seconds
+    if seconds < 5400:
+        return "%d min" % round(seconds / 60.0)
+    return "%.1f h" % (seconds / 3600.0)
+
+
+def write_json_atomic(path, data, mode=0o644):
+    """Write DATA to PATH through a temporary file in the same directory + fsync + rename."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
-        from huggingface_hub import HfApi, hf_hub_download, snapshot_download
-    except ImportError:
-        sys.exit("huggingface_hub is not installed for %s: install SGLang first (sglang_build) or set "
-                 "model_download_python to an interpreter that has it" % sys.executable)
-    api = HfApi(token=token)
-    commit = api.repo_info(repo_id=repo, revision=revision or None).sha
-    tree = [entry for entry in api.list_repo_tree(repo_id=repo, revision=commit, recursive=True)
-            if hasattr(entry, "size") and hasattr(entry, "blob_id")]
-    sizes = {entry.path: entry.size for entry in tree}
-    try:
-        snapshot_download(repo_id=repo, revision=commit, local_dir=local_dir, token=token, max_workers=int(workers))
-    except Exception as error:
-        # Name the file: a failed LFS download reports only the storage URL (which holds its sha256).
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
         try:
-            url = str(error.response.request.url)
-        except Exception:  # no HTTP response (connection error): nothing to name
-            url = ""
-        names = [entry.path for entry in tree
-                 if entry.path in url or (entry.lfs is not None and entry.lfs.sha256 in url)] if url else []
-        if names:
-            error.args = ("%s: %s" % (names[0], error.args[0] if error.args else error),) + tuple(error.args[1:])
+            os.unlink(tmp)
+        except OSError:
+            pass
         raise
-
-    def wrong():
-        bad = {}
-        for path, size in sizes.items():
-            local = os.path.join(local_dir, path)
-            have = os.path.getsize(local) if os.path.isfile(local) else None
-            if have != size:
-                bad[path] = (have, size)
-        return bad
-
-    redownloaded = sorted(wrong())
-    for path in redownloaded:
-        hf_hub_download(repo_id=repo, filename=path, revision=commit, local_dir=local_dir, token=token,
-                        force_download=True)
-    still = wrong()
-    if still:
-        sys.exit("model_download: %s@%s: wrong size after downloading again: %s. Free space / check the "
-                 "filesystem under %s and rerun." % (repo, commit, ", ".join(
-                     "%s (have %s, want %s bytes)" % (path, have, want) for path, (have, want) in sorted(still.items())),
-                     local_dir))
-    print(json.dumps({"repo": repo, "commit": commit, "files": len(sizes), "bytes": sum(sizes.values()),
-                      "redownloaded": redownloaded}))
-
-
-def run():
     try:
-        main()
-    except Exception as error:  # report the Hub's answer in one line, not a traceback
-        status = getattr(getattr(error, "response", None), "status_code", None)
-        hint = "check hub_repo / hub_revision in the profile, HF_ENDPOINT in model_download_environment"
-        if status in (401, 403) or type(error).__name__ in ("RepositoryNotFoundError", "GatedRepoError"):
-            hint = ("set model_download_hf_token (llm_server_hf_token in the vault) to a token that can read %s"
-                    % sys.argv[1])
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        sys.exit("model_download: downloading %s@%s failed: %s (HTTP %s): %s. Fix: %s; then rerun (complete files "
-                 "are kept)." % (sys.argv[1], sys.argv[2], type(error).__name__, status, first, hint))
+        dir_fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def proc_starttime(pid):
+    """Field 22 of /proc/PID/stat (start time in clock ticks): tells a live job from a reused pid."""
+    try:
+        with open("/proc/%d/stat" % pid, encoding="ascii", errors="replace") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    return data.rsplit(")", 1)[-1].split()[19]
+
+
+def git_blob_oid(path, size):
+    digest = hashlib.sha1(b"blob %d\0" % size)
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(READ_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_manifest(model_dir):
+    try:
+        with open(os.path.join(model_dir, MANIFEST), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), dict):
+        return None
+    return data
+
+
+# ---------------------------------------------------------------------------------------- status
+class Status:
+    """The job's status file: rewritten atomically on every change and every STATUS_EVERY seconds."""
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.data = {"state": "running", "phase": "starting", "pid": os.getpid(),
+                     "starttime": proc_starttime(os.getpid()), "started": time.time(), "line": "starting"}
+        self.write()
+
+    def update(self, **fields):
+        with self.lock:
+            self.data.update(fields)
+            self.data["updated"] = time.time()
+            write_json_atomic(self.path, self.data, 0o600)
+
+    def write(self):
+        self.update()
+
+
+class Meter:
+    """Bytes done of a phase, its rate over the last ~30 s, and a progress line."""
+
+    def __init__(self, status, phase, verb, total, files_total):
+        self.status, self.phase, self.verb = status, phase, verb
+        self.total, self.files_total = total, files_total
+        self.done_bytes = 0  # completed files (and, while hashing, bytes read)
+        self.files_done = 0
+        self.extra = lambda: 0  # bytes of files in flight (downloads: their .incomplete files)
+        self.samples = [(time.monotonic(), 0)]
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def add(self, nbytes=0, files=0):
+        with self.lock:
+            self.done_bytes += nbytes
+            self.files_done += files
+
+    def line(self):
+        with self.lock:
+            done = min(self.total, self.done_bytes + self.extra()) if self.total else self.done_bytes
+            files_done = self.files_done
+        now = time.monotonic()
+        self.samples.append((now, done))
+        self.samples = [s for s in self.samples if now - s[0] <= 30] or [(now, done)]
+        span = now - self.samples[0][0]
+        rate = (done - self.samples[0][1]) / span if span > 0.5 else 0.0
+        text = "%s %s of %s" % (self.verb, human(done), human(self.total))
+        if self.total:
+            text += " (%.1f %%)" % (100.0 * done / self.total)
+        if rate > 0:
+            text += ", %s/s" % human(rate)
+        text += ", %d of %d files done" % (files_done, self.files_total)
+        if rate > 0 and self.total > done and span >= 10:  # an estimate from a few seconds misleads
+            text += ", about %s left" % duration((self.total - done) / rate)
+        return text, done, rate, files_done
+
+    def report(self):
+        text, done, rate, files_done = self.line()
+        self.status.update(phase=self.phase, line=text, bytes_done=done, bytes_total=self.total,
+                           rate=round(rate), files_done=files_done, files_total=self.files_total)
+
+    def _run(self):
+        while not self.stop.wait(STATUS_EVERY):
+            self.report()
+
+    def __enter__(self):
+        self.report()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.report()
+
+
+# ---------------------------------------------------------------------------------------- the job
+class JobError(Exception):
+    pass
+
+
+def hub_error_message(repo, revision, error, filename=None):
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    hint = "check hub_repo / hub_revision in the profile, HF_ENDPOINT in model_download_environment"
+    if status in (401, 403) or type(error).__name__ in ("RepositoryNotFoundError", "GatedRepoError"):
+        hint = "set model_download_hf_token (llm_server_hf_token in the vault) to a token that can read %s" % repo
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if filename:
+        first = "%s: %s" % (filename, first)
+    return ("model_download: downloading %s@%s failed: %s (HTTP %s): %s. Fix: %s; then rerun (complete files are "
+            "kept)." % (repo, revision, type(error).__name__, status, first, hint))
+
+
+def listing(api, repo, revision):
+    """(commit, {path: {"size", "sha256"?, "git_oid"}}) at the commit REVISION resolves to."""
+    commit = api.repo_info(repo_id=repo, revision=revision or None).sha
+    files = {}
+    for entry in api.list_repo_tree(repo_id=repo, revision=commit, recursive=True):
+        if not hasattr(entry, "size") or not hasattr(entry, "blob_id"):
+            continue  # a folder
+        item = {"size": int(entry.size), "git_oid": entry.blob_id}
+        lfs = getattr(entry, "lfs", None)
+        sha = (lfs.get("sha256") if isinstance(lfs, dict) else getattr(lfs, "sha256", None)) if lfs else None
+        if sha:
+            item["sha256"] = sha
+        files[entry.path] = item
+    return commit, files
+
+
+def check_files(model_dir, files, mode, status, workers, previous=None):
+    """{path: reason} of the files that fail; sha256 mode hashes (in parallel) with progress."""
+    bad = {}
+    previous = previous or {}
+    for path, want in files.items():
+        old = previous.get(path)
+        if old and (old.get("sha256") != want.get("sha256") or old.get("git_oid") != want.get("git_oid")):
+            bad[path] = "changed on the Hub since the last verified download"
+            continue
+        local = os.path.join(model_dir, path)
+        if not os.path.isfile(local):
+            bad[path] = "missing"
+        elif os.path.getsize(local) != want["size"]:
+            bad[path] = "size %d, want %d" % (os.path.getsize(local), want["size"])
+    if mode != "sha256":
+        return bad
+    todo = sorted(p for p in files if p not in bad)
+    meter = Meter(status, "verifying", "sha256 of", sum(files[p]["size"] for p in todo), len(todo))
+
+    def digest(path):
+        want = files[path]
+        local = os.path.join(model_dir, path)
+        if want.get("sha256"):
+            hasher = hashlib.sha256()
+        else:
+            hasher = hashlib.sha1(b"blob %d\0" % want["size"])
+        with open(local, "rb") as handle:
+            for chunk in iter(lambda: handle.read(READ_CHUNK), b""):
+                hasher.update(chunk)
+                meter.add(len(chunk))
+        meter.add(files=1)
+        got = hasher.hexdigest()
+        expected = want.get("sha256") or want.get("git_oid")
+        return path, got, expected
+
+    with meter:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(workers, 4))) as pool:
+            for path, got, expected in pool.map(digest, todo):
+                if expected and got != expected:
+                    kind = "sha256" if files[path].get("sha256") else "git blob id"
+                    bad[path] = "%s %s, want %s" % (kind, got[:16], expected[:16])
+    return bad
+
+
+def free_bytes(path):
+    info = os.statvfs(path)
+    return info.f_bavail * info.f_frsize
+
+
+def clean_incomplete(model_dir):
+    """Partial downloads of an interrupted job (huggingface_hub names them *.incomplete)."""
+    base = os.path.join(model_dir, ".cache", "huggingface", "download")
+    for top, _dirs, names in os.walk(base):
+        for name in names:
+            if name.endswith(".incomplete"):
+                try:
+                    os.unlink(os.path.join(top, name))
+                except OSError:
+                    pass
+
+
+def incomplete_bytes(model_dir):
+    total = 0
+    for top, _dirs, names in os.walk(os.path.join(model_dir, ".cache", "huggingface", "download")):
+        for name in names:
+            if name.endswith(".incomplete"):
+                try:
+                    total += os.path.getsize(os.path.join(top, name))
+                except OSError:
+                    pass
+    return total
+
+
+def fetch(args, token, commit, files, paths, status):
+    """Download PATHS (force: a present file failed its check). Returns {path: error}."""
+    from huggingface_hub import hf_hub_download
+
+    meter = Meter(status, "downloading", "downloading", sum(files[p]["size"] for p in paths), len(paths))
+    meter.extra = lambda: incomplete_bytes(args.dir)
+    errors = {}
+
+    def one(path):
+        hf_hub_download(repo_id=args.repo, filename=path, revision=commit, local_dir=args.dir,
+                        token=token or None, force_download=True)
+        return path
+
+    with meter:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+            futures = {pool.submit(one, path): path for path in sorted(paths)}
+            for future in concurrent.futures.as_completed(futures):
+                path = futures[future]
+                try:
+                    future.result()
+                    meter.add(files[path]["size"], 1)
+                except Exception as error:  # every failure is reported; complete files are kept
+                    errors[path] = error
+    return errors
+
+
+def job(args, token, status):
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # progress goes to the status file
+    started = time.monotonic()
+    manifest = read_manifest(args.dir)
+    trusted = manifest if manifest and (not args.repo or (
+        manifest.get("repo") == args.repo and str(manifest.get("revision")) == str(args.revision))) else None
+    clean_incomplete(args.dir)
+    api = None
+    if trusted:
+        commit, files = trusted.get("commit"), trusted["files"]
+        source = "the manifest"
+    elif args.repo:
+        status.update(phase="listing", line="listing %s@%s" % (args.repo, args.revision))
+        try:
+            from huggingface_hub import HfApi
+        except ImportError:
+            raise JobError("huggingface_hub is not installed for %s: install SGLang first (sglang_build) or set "
+                           "model_download_python to an interpreter that has it" % sys.executable)
+        api = HfApi(token=token or None)
+        try:
+            commit, files = listing(api, args.repo, args.revision)
+        except Exception as error:
+            raise JobError(hub_error_message(args.repo, args.revision, error))
+        source = "the Hub listing"
+    else:
+        raise JobError("model_download: %s has no manifest and no hub_repo: nothing to verify against"
+                       % args.dir)
+    shards = sorted(p for p in files if p.endswith(".safetensors"))
+    if args.expected_shards is not None and len(shards) != args.expected_shards:
+        raise JobError(
+            "model_download: %s@%s has %d *.safetensors shards, but %s.expected_shards is %d. Nothing was "
+            "downloaded. Fix: correct expected_shards (or hub_revision) in %s."
+            % (args.repo, (commit or "")[:12], len(shards), args.profile_var, args.expected_shards, args.profile_var))
+    previous = manifest["files"] if manifest and manifest is not trusted and manifest.get("repo") == args.repo else None
+    status.update(phase="verifying", line="checking %d files (%s) against %s" % (len(files), args.verify, source))
+    bad = check_files(args.dir, files, args.verify, status, args.workers, previous)
+    fetched = []
+    if bad and not args.repo:
+        raise JobError("model_download: %d of %d files in %s fail their %s check against the manifest: %s. The "
+                       "profile names no hub_repo to fetch them from: copy them again from where the model came "
+                       "from, or set hub_repo." % (len(bad), len(files), args.dir, args.verify, "; ".join(
+                           "%s (%s)" % item for item in sorted(bad.items())[:10])))
+    for attempt in (1, 2):
+        if not bad:
+            break
+        need = sum(files[p]["size"] for p in bad)
+        have = sum(os.path.getsize(os.path.join(args.dir, p)) for p in bad
+                   if os.path.isfile(os.path.join(args.dir, p)))
+        free = free_bytes(args.dir)
+        if need - have + args.margin_bytes > free:
+            raise JobError(
+                "model_download: fetching %d files of %s needs %s more plus model_download_space_margin_gb "
+                "(%s) in %s, but only %s are free. Nothing was downloaded. Free space there, move the profile's "
+                "model_path to a larger filesystem, or lower model_download_space_margin_gb."
+                % (len(bad), args.repo, human(max(0, need - have)), human(args.margin_bytes), args.dir, human(free)))
+        errors = fetch(args, token, commit, files, sorted(bad), status)
+        if errors:
+            path, error = sorted(errors.items())[0]
+            raise JobError(hub_error_message(args.repo, args.revision, error, path)
+                           + ("" if len(errors) == 1 else " (%d files failed: %s)" % (
+                               len(errors), ", ".join(sorted(errors)))))
+        fetched.extend(p for p in sorted(bad) if p not in fetched)
+        status.update(phase="verifying", line="checking the %d fetched files (%s)" % (len(bad), args.verify))
+        bad = check_files(args.dir, {p: files[p] for p in bad}, args.verify, status, args.workers)
+        if bad and attempt == 2:
+            raise JobError("model_download: %s@%s: files still wrong after downloading them again: %s. Check the "
+                           "filesystem under %s (space, errors in dmesg) and rerun."
+                           % (args.repo, (commit or "")[:12], "; ".join("%s (%s)" % i for i in sorted(bad.items())),
+                              args.dir))
+    level = args.verify
+    if manifest and manifest.get("verified") == "sha256" and not fetched and trusted is manifest:
+        level = "sha256"  # a size check does not undo an earlier full hash of unchanged files
+    new = {"format": FORMAT, "tool": "gpufleet.llm_server.model_download",
+           "repo": args.repo or (manifest or {}).get("repo"),
+           "revision": args.revision if args.repo else (manifest or {}).get("revision"),
+           "commit": commit, "verified": level, "files": files}
+    same = manifest is not None and all(manifest.get(k) == new[k]
+                                        for k in ("repo", "revision", "commit", "verified", "files"))
+    if not same:
+        new["verified_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        write_json_atomic(os.path.join(args.dir, MANIFEST), new, 0o644)
+    total = sum(f["size"] for f in files.values())
+    summary = "%s: %d files (%s) of %s@%s %s; %s" % (
+        args.dir, len(files), human(total), new["repo"], (commit or "")[:12],
+        "verified by sha256" if args.verify == "sha256" else "verified by size",
+        ("fetched %d: %s" % (len(fetched), ", ".join(fetched[:5]) + (" ..." if len(fetched) > 5 else "")))
+        if fetched else "nothing fetched")
+    return {"repo": new["repo"], "commit": commit, "files": len(files), "bytes": total, "fetched": fetched,
+            "verified": args.verify, "manifest_written": not same, "manifest": os.path.join(args.dir, MANIFEST),
+            "changed": bool(fetched) or not same, "seconds": round(time.monotonic() - started, 1),
+            "summary": summary}
+
+
+def run_job(args, token, status):
+    def give_up():
+        status.update(state="failed", line="timed out", msg=(
+            "model_download: the job for %s ran longer than model_download_timeout_seconds (%d s) and was "
+            "stopped; rerun to continue (complete files are kept)." % (args.dir, args.timeout)))
+        os._exit(3)
+
+    deadline = threading.Timer(args.timeout, give_up)
+    deadline.daemon = True
+    deadline.start()
+    try:
+        result = job(args, token, status)
+    except JobError as error:
+        status.update(state="failed", line="failed", msg=str(error))
+        return 1
+    except Exception as error:  # report the cause in one line, not a traceback
+        status.update(state="failed", line="failed", msg=hub_error_message(args.repo, args.revision, error)
+                      if args.repo else "model_download: %s: %s" % (type(error).__name__, error))
+        return 1
+    status.update(state="done", phase="done", line=result["summary"], result=result)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- commands
+def work_dir(model_dir):
+    path = os.path.join(model_dir, WORK)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def cmd_start(args):
+    token = sys.stdin.read().strip() if args.token_stdin else ""
+    work = work_dir(args.dir)
+    lock = os.open(os.path.join(work, "lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        for _attempt in range(50):  # the running job writes its status right after taking the lock
+            status = cmd_status_data(args.dir)
+            if status.get("pid"):
+                print(json.dumps({"pid": status["pid"], "attached": True}))
+                return 0
+            time.sleep(0.1)
+        sys.exit("model_download: another job holds %s but wrote no status; stop it and rerun" % work)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # first child: new session, then fork again so the job is no session leader
+        os.close(read_end)
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        try:
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            log = os.open(os.path.join(work, "job.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(devnull, 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.close(devnull)
+            os.close(log)
+            sys.stdout = os.fdopen(1, "w", buffering=1)
+            sys.stderr = os.fdopen(2, "w", buffering=1)
+            status = Status(os.path.join(work, "status.json"))
+            os.write(write_end, b"%d\n" % os.getpid())
+            os.close(write_end)
+            code = run_job(args, token, status)
+        except BaseException as error:  # never let the job die without a status
+            try:
+                Status(os.path.join(work, "status.json")).update(state="failed", line="failed",
+                                                                 msg="model_download: job crashed: %r" % error)
+            finally:
+                os._exit(2)
+        os._exit(code)
+    os.close(write_end)
+    os.close(lock)
+    os.waitpid(child, 0)
+    ready, _w, _x = select.select([read_end], [], [], 30)
+    data = os.read(read_end, 64) if ready else b""
+    os.close(read_end)
+    if not data.strip():
+        sys.exit("model_download: the job did not start (see %s/job.log)" % work)
+    print(json.dumps({"pid": int(data), "attached": False}))
+    return 0
+
+
+def cmd_status_data(model_dir):
+    try:
+        with open(os.path.join(model_dir, WORK, "status.json"), encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return {}
+
+
+def cmd_status(args):
+    status = cmd_status_data(args.dir)
+    if not status:
+        status = {"state": "lost", "msg": "model_download: no job status in %s/%s" % (args.dir, WORK)}
+    elif status.get("state") == "running":
+        pid = int(status.get("pid") or 0)
+        if not pid or proc_starttime(pid) != status.get("starttime"):
+            status["state"] = "lost"
+            status["msg"] = ("model_download: the job (pid %s) for %s ended without a result (killed, or out of "
+                             "memory?); see %s/%s/job.log. Rerun to continue: complete files are kept."
+                             % (pid, args.dir, args.dir, WORK))
+    print(json.dumps(status))
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser("start")
+    start.add_argument("--dir", required=True)
+    start.add_argument("--repo", default="")
+    start.add_argument("--revision", default="main")
+    start.add_argument("--verify", choices=("size", "sha256"), default="size")
+    start.add_argument("--workers", type=int, default=8)
+    start.add_argument("--timeout", type=int, default=86400)
+    start.add_argument("--margin-bytes", type=int, default=0)
+    start.add_argument("--expected-shards", type=int)
+    start.add_argument("--profile-var", default="the profile")
+    start.add_argument("--token-stdin", action="store_true")
+    status = sub.add_parser("status")
+    status.add_argument("--dir", required=True)
+    args = parser.parse_args(argv)
+    args.dir = os.path.abspath(getattr(args, "dir"))
+    return cmd_start(args) if args.command == "start" else cmd_status(args)
 
 
 if __name__ == "__main__":
-    run()
+    sys.exit(main())

@@ -26,7 +26,8 @@ def test_first_deploy_refuses_the_placeholder_and_prints_no_warning():
                           text=True, timeout=300, check=False)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 2, output
-    assert "ansible_host is still the placeholder 'REPLACE_WITH_SERVER_ADDRESS'" in output
+    assert '[inventory] ansible_host (llm-server) = "REPLACE_WITH_SERVER_ADDRESS": is still the placeholder' in output
     assert "inventories/production/hosts.yml" in output
+    assert "nothing was changed" in output  # refused on the controller (issue 15), before any connection
     warnings = [line for line in output.splitlines() if "WARNING" in line or "DEPRECATION" in line]
     assert warnings == [], warnings

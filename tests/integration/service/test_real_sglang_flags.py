@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_flags as sf
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_preflight as sp
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import render
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import release_table
 from support import pypi
 
 RELEASES = {"0.5.10.post1": "sdist", "0.5.23": "wheel"}
@@ -111,14 +112,18 @@ def test_kimi_rendering_per_release(table, profiles):
 
 
 def test_gdn_backend_table_matches_sglang_source(release):
-    """GDN_BLACKWELL_BACKENDS in sglang_preflight.py is data copied from attention_registry.py: keep it honest."""
+    """The release table's hybrid GDN sets (read by sglang_flags' AST reader) against a plain regex over
+    the same release's attention_registry.py: two independent readings of SGLang's own assert."""
     version, pkg = release
     source = (pkg / "srt" / "layers" / "attention" / "attention_registry.py").read_text()
-    vt = sf.version_tuple(version)
-    [allowed] = [set(b) for low, high, b in sp.GDN_BLACKWELL_BACKENDS if low <= vt < high]
+    facts = release_table(version).gdn_blackwell
     if version == "0.5.10.post1":
         gdn_block = source[source.index("hybrid_gdn_config is not None"):source.index("hybrid GDN models, use")]
         found = set(re.findall(r'attention_backend == "(\w+)"', gdn_block))
+        assert set(facts["sm100"]) == set(facts["sm120"]) == found
+        assert facts["checks"] == ["attention_backend"]
     else:
         found = set(re.findall(r'"(\w+)"', re.search(r"is_sm120:\s*\n\s*allowed = \{([^}]*)\}", source).group(1)))
-    assert found == allowed
+        assert set(facts["sm120"]) == found == {"triton", "trtllm_mha", "flashinfer"}
+        assert facts["checks"] == ["decode_attention_backend", "prefill_attention_backend"]
+    assert sf.read_gdn_blackwell_backends(str(pkg)) == facts

@@ -78,13 +78,14 @@ def test_schema_rejects_bool_for_int(profiles, sm120_host):
     assert "schema" in rules_of(run(profiles, "kimi-k2.5", sm120_host))
 
 
-@pytest.mark.parametrize("key,value", [
-    ("tp_size", 0), ("mem_fraction_static", 1.2), ("port", 70000), ("model_path", "relative/dir"),
-    ("context_length", 0), ("env", {"BAD-NAME": "1"}), ("extra_args", ["--a\n--b"]),
+@pytest.mark.parametrize("key,value,rule", [
+    ("tp_size", 0, "ranges"), ("mem_fraction_static", 1.2, "ranges"), ("port", 70000, "ranges"),
+    ("model_path", "relative/dir", "paths"), ("context_length", 0, "ranges"), ("env", {"BAD-NAME": "1"}, "ranges"),
+    ("extra_args", ["--a\n--b"], "control-characters"), ("extra_args", ["--chunked-prefill-size 8192"], "ranges"),
 ])
-def test_ranges(profiles, sm120_host, key, value):
+def test_ranges(profiles, sm120_host, key, value, rule):
     profiles["qwen3.5-397b-nvfp4"][key] = value
-    assert "ranges" in rules_of(run(profiles, "qwen3.5-397b-nvfp4", sm120_host))
+    assert rule in rules_of(run(profiles, "qwen3.5-397b-nvfp4", sm120_host))
 
 
 def test_ranges_hicache_ratio_must_exceed_one(profiles, sm120_host):

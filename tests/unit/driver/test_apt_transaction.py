@@ -1,0 +1,83 @@
+"""Parsers of gpufleet.llm_server.apt_transaction, fed with real apt/dpkg output.
+
+The transcripts in data/ were captured from apt 2.6 and dpkg 1.21 (Debian 12) run against the stand-in
+repositories of tests/support/apt_repos (the role's Molecule scenario runs the module end to end against real apt).
+"""
+
+import pathlib
+
+import pytest
+
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
+
+DATA = pathlib.Path(__file__).parent / "data"
+
+
+def text(name):
+    return (DATA / name).read_text()
+
+
+def test_policy_candidate_installed_and_every_version():
+    policy = at.parse_policy(text("apt-cache-policy.txt"))
+    assert policy["nvidia-headless-595-open"] == {
+        "installed": None, "candidate": "595.84-0ubuntu0.24.04.1",
+        "versions": ["595.84-0ubuntu0.24.04.1", "595.71.05-0ubuntu0.24.04.1"]}
+    installed = policy["nvidia-dkms-580-open"]
+    assert installed["installed"] == installed["candidate"] == "580.173.02-0ubuntu0.24.04.1"
+    # the installed version's line starts with " *** "; the repository priorities are not versions
+    assert installed["versions"] == ["580.173.02-0ubuntu0.24.04.1", "580.159.04-1ubuntu1", "580.159.03-1ubuntu1",
+                                     "580.159.03-0ubuntu0.24.04.1"]
+
+
+def test_policy_unknown_and_virtual_names_have_no_candidate():
+    policy = at.parse_policy(text("apt-cache-policy.txt"))
+    assert "nvidia-no-such-package" not in policy
+    assert policy["nvidia-dkms-kernel"] == {"installed": None, "candidate": None, "versions": []}
+
+
+def test_simulation_installs_and_removes_with_versions():
+    ops = at.parse_simulation(text("apt-get-simulate-switch.txt"))
+    installs = {op["name"]: op for op in ops if op["op"] == "install"}
+    removes = {op["name"]: op for op in ops if op["op"] == "remove"}
+    assert installs["nvidia-dkms-595-open"]["version"] == "595.84-0ubuntu0.24.04.1"
+    assert installs["nvidia-dkms-595-open"]["previous"] is None
+    assert removes["nvidia-dkms-580-open"]["version"] == "580.173.02-0ubuntu0.24.04.1"
+    # removed because of Conflicts (nvidia-kernel-common), not asked for
+    assert "nvidia-kernel-common-580" in removes
+    assert not set(installs) & set(removes)
+
+
+def test_depends_closure_follows_the_transitional_package():
+    closure = at.parse_depends_closure(text("apt-cache-depends-590.txt"))
+    # nvidia-headless-590-open is an empty package depending on the 595 one, which pulls the real driver
+    assert {"nvidia-headless-590-open", "nvidia-headless-595-open", "nvidia-dkms-595-open",
+            "nvidia-kernel-common-595", "dkms"} <= closure
+    assert not any(name.startswith("<") for name in closure)
+
+
+def test_dpkg_status_installed_and_held():
+    installed, held = at.parse_dpkg_status(text("dpkg-status.txt"))
+    assert installed["dkms"] == "3.0.10-8+deb12u1"
+    assert "nvidia-kernel-common-580" in held and "dkms" not in held
+
+
+def test_search_lists_real_names():
+    names = at.parse_search(text("apt-cache-search.txt"))
+    assert "nvidia-headless-595-open" in names and names == sorted(names)
+
+
+@pytest.mark.parametrize("versions, want", [
+    ({"nvidia-dkms-590-open": "590.48.01-0ubuntu0.24.04.5", "nvidia-dkms-595-open": "595.84-0ubuntu0.24.04.1"}, "595.84"),
+    ({"libnvidia-compute": "590.48.01-1ubuntu1", "nvidia-driver-pinning-590": "590-1ubuntu1"}, "590.48.01"),
+    ({"nvidia-kernel-open-dkms": "595.71.05-1", "dkms": "3.0.10-8+deb12u1", "nvlsm": "2025.10.14-1"}, "595.71.05"),
+    ({"linux-modules-nvidia-595-open-generic": "6.8.0-146.146+2"}, ""),
+    ({"nvidia-dkms-580-open": "580.159.04-1ubuntu1", "nvidia-utils-580": "580.173.02-0ubuntu0.24.04.1"}, "580.173.02"),
+])
+def test_driver_version_is_the_highest_nvidia_driver_version(versions, want):
+    assert at.driver_version(versions, r"^(lib)?nvidia-") == want
+
+
+def test_expand_patterns_is_fnmatch_on_installed_names():
+    names = ["nvidia-dkms-580-open", "nvidia-driver-pinning-590", "nvidia-container-toolkit", "libnvidia-compute-580"]
+    assert at.expand_patterns(["*nvidia*-580", "*nvidia*-580-open", "nvidia-driver-pinning-*"], names) == [
+        "libnvidia-compute-580", "nvidia-dkms-580-open", "nvidia-driver-pinning-590"]
