@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import os
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.restart_marker import maybe_mark
 
@@ -23,6 +24,9 @@ __all__ = [
     "ensure_entries",
     "find_dict",
     "read_entries",
+    "resolve_read_target",
+    "resolve_target",
+    "stale_copies",
     "validate_entries",
 ]
 
@@ -367,12 +371,242 @@ def resolve_target(candidates, read_file, exists):
         return index, path, symbol, data
     raise SymbolNotFound("No candidate dict found, nothing was changed. Tried: %s. The dict was renamed or "
                          "moved upstream: update the patch data (symbol/path/alternatives) to the new name." % (
-                             " | ".join(notes)))
+                             " | ".join(note.rstrip(".") for note in notes)))
+
+
+# Statements whose bodies run in the module's own namespace (so a name bound there is a module
+# global), but only under a condition: a binding inside one cannot be resolved statically.
+_CONDITIONAL = tuple(getattr(ast, n) for n in ("If", "Try", "TryStar", "With", "AsyncWith", "For", "AsyncFor",
+                                               "While", "Match") if hasattr(ast, n))
+_MAX_HOPS = 8
+
+
+def _bound_names(target):
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _bound_names(elt)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
+
+
+def _statement_bindings(stmt, name):
+    """How STMT binds NAME at its own level: a list of (kind, detail); kinds: dict, value, unpack,
+    import_from, import, class, function, augmented, star."""
+    found = []
+    if isinstance(stmt, ast.Assign):
+        for target in stmt.targets:
+            if isinstance(target, ast.Name) and target.id == name:
+                found.append(("dict" if isinstance(stmt.value, ast.Dict) else "value", type(stmt.value).__name__))
+            elif name in _bound_names(target):
+                found.append(("unpack", None))
+    elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name:
+        if stmt.value is not None:
+            found.append(("dict" if isinstance(stmt.value, ast.Dict) else "value", type(stmt.value).__name__))
+    elif isinstance(stmt, ast.AugAssign) and name in _bound_names(stmt.target):
+        found.append(("augmented", None))
+    elif isinstance(stmt, ast.ImportFrom):
+        for alias in stmt.names:
+            if alias.name == "*":
+                found.append(("star", stmt.module))
+            elif (alias.asname or alias.name) == name:
+                found.append(("import_from", (stmt.module, stmt.level, alias.name)))
+    elif isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if (alias.asname or alias.name.split(".")[0]) == name:
+                found.append(("import", alias.name))
+    elif isinstance(stmt, ast.ClassDef) and stmt.name == name:
+        found.append(("class", None))
+    elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+        found.append(("function", None))
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)) and name in _bound_names(stmt.target):
+        found.append(("value", "loop variable"))
+    return found
+
+
+def module_bindings(tree, name):
+    """Every statement that binds NAME in the module namespace: (lineno, kind, detail, conditional).
+
+    Star imports are listed too (kind ``star``), whatever name they might bind. Function and class
+    bodies are other namespaces and are not searched; if/try/with/for/while/match bodies are, and
+    their bindings are marked conditional.
+    """
+    out = []
+
+    def walk(body, conditional):
+        for stmt in body:
+            for kind, detail in _statement_bindings(stmt, name):
+                out.append((stmt.lineno, kind, detail, conditional))
+            if isinstance(stmt, _CONDITIONAL):
+                for field in ("body", "orelse", "finalbody"):
+                    walk(getattr(stmt, field, None) or [], True)
+                for handler in getattr(stmt, "handlers", None) or []:
+                    walk(handler.body, True)
+                for case in getattr(stmt, "cases", None) or []:
+                    walk(case.body, True)
+
+    walk(tree.body, False)
+    return out
+
+
+def _module_file(importer, module, level, exists):
+    """The file of MODULE as imported from the file IMPORTER (absolute or LEVEL-relative import).
+
+    An absolute name is looked up under the nearest parent directory of IMPORTER named after its
+    first component (``sglang.srt.x`` -> ``.../sglang/srt/x.py``): no sys.path, no import.
+    """
+    if level:
+        base = os.path.dirname(importer)
+        for _level in range(level - 1):
+            base = os.path.dirname(base)
+        parts = module.split(".") if module else []
+    else:
+        parts = module.split(".")
+        base = os.path.dirname(importer)
+        while os.path.basename(base) != parts[0]:
+            parent = os.path.dirname(base)
+            if parent == base:
+                raise PatchError("%s imports from %s, which is not part of the package tree the file is in "
+                                 "(no parent directory named %s): a dict defined there cannot be patched "
+                                 "here." % (importer, module, parts[0]))
+            base = parent
+        parts = parts[1:]
+    target = os.path.join(base, *parts) if parts else base
+    for candidate in (target + ".py", os.path.join(target, "__init__.py")):
+        if exists(candidate):
+            return candidate
+    raise PatchError("%s imports from %s, but neither %s.py nor %s/__init__.py exists: the module moved; "
+                     "update the patch data." % (importer, "." * (level or 0) + (module or ""), target, target))
+
+
+def _describe_binding(path, line, kind, detail):
+    if kind == "value":
+        what = "assigned a %s, not a dict literal" % detail
+    elif kind == "import":
+        what = "bound to the module %s" % detail
+    elif kind == "star":
+        what = "possibly bound by `from %s import *`" % detail
+    elif kind == "import_from":
+        what = "imported from %s%s" % ("." * detail[1], detail[0] or "")
+    else:
+        what = {"unpack": "assigned by unpacking", "augmented": "changed by an augmented assignment",
+                "class": "a class", "function": "a function", "dict": "a dict literal"}[kind]
+    return "%s line %d: %s" % (path, line, what)
+
+
+def _follow(path, symbol, read_file, exists, first):
+    """Follow SYMBOL as the module PATH sees it to the dict literal it names.
+
+    Returns (path, symbol, chain) of the defining file; chain lists each import hop. FIRST: when
+    the name is not bound in PATH at all, raise SymbolNotFound (the caller may try another
+    candidate); on later hops that is a PatchError naming both files.
+    """
+    head, dot, attr = symbol.partition(".")
+    reader = path
+    chain = []
+    seen = set()
+    importer = None
+    for _hop in range(_MAX_HOPS):
+        if (path, head) in seen:
+            raise PatchError("import cycle while following %s: %s" % (symbol, " -> ".join(chain)))
+        seen.add((path, head))
+        data = read_file(path)
+        tree = _parse_module(data, path)
+        bindings = [b for b in module_bindings(tree, head) if b[1] != "star"]
+        stars = [b for b in module_bindings(tree, head) if b[1] == "star"]
+        if not bindings:
+            note = ""
+            if stars:
+                note = " (%s: a star import may bind it; cannot follow statically)" % _describe_binding(path, *stars[0][:3])
+            if first and importer is None:
+                raise SymbolNotFound("%s: %s is not bound at module level%s; found instead %s." % (
+                    path, head, note, _describe_found(tree, symbol)))
+            raise PatchError("%s imports %s from %s, but %s does not bind it at module level%s; found instead "
+                             "%s. The table was renamed or moved upstream: update the patch data." % (
+                                 importer, head, path, path, note, _describe_found(tree, head)))
+        if len(bindings) > 1:
+            described = []
+            for b_line, b_kind, b_detail, _b_conditional in bindings:
+                text = _describe_binding(path, b_line, b_kind, b_detail)
+                if b_kind == "import_from":
+                    try:
+                        text += " (%s)" % _module_file(path, b_detail[0], b_detail[1], exists)
+                    except PatchError:
+                        pass
+                described.append(text)
+            raise PatchError("%s binds %s %d times (%s): which table is read at run time depends on the order "
+                             "of execution; refusing to patch one of them." % (
+                                 path, head, len(bindings), "; ".join(described)))
+        line, kind, detail, conditional = bindings[0]
+        if conditional:
+            raise PatchError("%s binds %s only conditionally (%s, inside an if/try/with/loop block): the table "
+                             "read at run time cannot be told statically; refusing to patch." % (
+                                 path, head, _describe_binding(path, line, kind, detail)))
+        if kind == "import_from":
+            module, level, original = detail
+            target = _module_file(path, module, level, exists)
+            chain.append("%s line %d imports %s from %s" % (path, line, original, target))
+            importer, path, head = path, target, original
+            continue
+        if kind not in ("dict", "class") or (kind == "class") != bool(dot):
+            where = ("%s reads %s from %s: " % (reader, symbol, path)) if chain else ""
+            raise PatchError("%s%s is %s, not the dict literal the patch expects." % (
+                where, _describe_binding(path, line, kind, detail), head))
+        resolved = head + dot + attr
+        find_dict(tree, resolved, path)  # a class without the attribute, or not a dict: a clear error
+        return path, resolved, chain
+    raise PatchError("more than %d imports while following %s from %s: %s" % (
+        _MAX_HOPS, symbol, path, " -> ".join(chain)))
+
+
+def resolve_read_target(candidates, read_file, exists):
+    """Pick the first candidate (reader path, symbol) whose file exists and binds the symbol, and
+    follow the symbol through its imports to the dict literal that reader uses at run time.
+
+    Returns (index, reader path, reader symbol, defining path, defining symbol, chain, data of the
+    defining file). Raises SymbolNotFound when no candidate binds the symbol, PatchError when a
+    candidate binds it in a way that cannot be followed (conditional, twice, not a dict literal,
+    imported from a module that does not define it).
+    """
+    notes = []
+    for index, (path, symbol) in enumerate(candidates):
+        if not exists(path):
+            notes.append("%s: file does not exist (looked for %s)" % (path, symbol))
+            continue
+        try:
+            target, resolved, chain = _follow(path, symbol, read_file, exists, first=True)
+        except SymbolNotFound as exc:
+            notes.append(str(exc))
+            continue
+        return index, path, symbol, target, resolved, chain, read_file(target)
+    raise SymbolNotFound("No candidate dict found, nothing was changed. Tried: %s. The dict was renamed or "
+                         "moved upstream: update the patch data (symbol/path/alternatives) to the new name." % (
+                             " | ".join(note.rstrip(".") for note in notes)))
+
+
+def stale_copies(copies, target, symbol, read_file, exists):
+    """Other files of COPIES [(path, symbol or None)] that bind the same dict literal at module level,
+    although the reader uses TARGET's: [{path, symbol, line, keys}]."""
+    found = []
+    for path, copy_symbol in copies:
+        copy_symbol = copy_symbol or symbol
+        if path == target or not exists(path):
+            continue
+        data = read_file(path)
+        try:
+            tree = _parse_module(data, path)
+            node = find_dict(tree, copy_symbol, path)
+        except PatchError:
+            continue
+        entries = read_entries(data, copy_symbol, path)
+        found.append({"path": path, "symbol": copy_symbol, "line": node.lineno,
+                      "keys": _literal_keys(entries)})
+    return found
 
 
 def run_patch(module, params):
     """The python_source_patch module's work, given an AnsibleModule (for I/O, check and diff mode)."""
-    import os
     import tempfile
 
     entries = validate_entries([{k: v for k, v in e.items() if v is not None} for e in params["entries"]])
@@ -384,9 +618,33 @@ def run_patch(module, params):
         with open(path, "rb") as handle:
             return handle.read()
 
-    index, path, symbol, data = resolve_target(candidates, read_file, os.path.isfile)
+    follow = params.get("follow_imports")
+    read_by, chain, copies = None, [], []
+    if follow:
+        index, reader, reader_symbol, path, symbol, chain, data = resolve_read_target(
+            candidates, read_file, os.path.isfile)
+        read_by = {"path": reader, "symbol": reader_symbol}
+        copies = stale_copies([(c["path"], c.get("symbol")) for c in params.get("copies") or []],
+                              path, symbol, read_file, os.path.isfile)
+    else:
+        index, path, symbol, data = resolve_target(candidates, read_file, os.path.isfile)
     outcome = ensure_entries(data, symbol, entries, path)
     new = outcome["source"]
+    if follow:
+        # The table the reader uses at run time, followed again over the edited text: it must be
+        # the one just patched and hold every added key, or nothing is written.
+        def read_edited(name):
+            return new if name == path else read_file(name)
+
+        again_path, again_symbol, _chain = _follow(read_by["path"], read_by["symbol"], read_edited,
+                                                   os.path.isfile, first=True)
+        again = find_dict(_parse_module(read_edited(again_path), again_path), again_symbol, again_path)
+        missing = [e["key"] for e in entries if _find_key(again, _parse_expr(e["key"], "key")) is None]
+        if (again_path, again_symbol) != (path, symbol) or missing:
+            raise PatchError("%s reads %s from %s at run time, but the patch was computed for %s in %s%s; "
+                             "nothing was changed." % (
+                                 read_by["path"], read_by["symbol"], again_path, symbol, path,
+                                 (" (keys %s missing there)" % ", ".join(missing)) if missing else ""))
     result = {
         "changed": outcome["changed"],
         "path": path,
@@ -394,11 +652,19 @@ def run_patch(module, params):
         "alternative": index - 1 if index else None,
         "added": outcome["added"],
         "existing": outcome["existing"],
+        "read_by": read_by,
+        "chain": chain,
+        "stale_copies": copies,
     }
     mismatched = [e for e in outcome["existing"] if not e["matches"]]
     for entry in mismatched:
         module.warn("%s: %s already has key %s upstream with value %s (wanted %s); left unchanged." % (
             path, symbol, entry["key"], entry["value"], entry["wanted"]))
+    for copy in copies:
+        module.warn("%s line %d also defines %s (keys %s), but %s reads the one in %s: that one is patched; the "
+                    "copy is not what %s uses and was left unchanged (remove it upstream or in your fork)." % (
+                        copy["path"], copy["line"], copy["symbol"], ", ".join(str(k) for k in copy["keys"]),
+                        read_by["path"], path, read_by["path"]))
     if outcome["added"]:
         result["msg"] = "added key(s) %s to %s in %s" % (", ".join(e["key"] for e in outcome["added"]), symbol, path)
     elif outcome["existing"]:
@@ -406,6 +672,8 @@ def run_patch(module, params):
             ", ".join(e["key"] for e in outcome["existing"]), symbol)
     else:
         result["msg"] = "read %s in %s" % (symbol, path)
+    if read_by and read_by["path"] != path:
+        result["msg"] += " (the table %s reads as %s)" % (read_by["path"], read_by["symbol"])
     if outcome["changed"] and module._diff:
         result["diff"] = {"before_header": path, "after_header": path,
                           "before": data.decode("utf-8"), "after": new.decode("utf-8")}

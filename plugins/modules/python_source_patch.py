@@ -31,7 +31,7 @@ author:
 options:
   path:
     description:
-      - The Python file holding the dict.
+      - The Python file holding the dict (with O(follow_imports=true), the file that reads it).
     type: path
     required: true
   symbol:
@@ -57,6 +57,36 @@ options:
         description: Symbol of this candidate, as in O(symbol).
         type: str
         required: true
+  follow_imports:
+    description:
+      - Treat O(path) (and each alternative's path) as the file that B(reads) the dict at run time, and
+        patch the dict that file really uses - its own module-level definition, or the one it imports
+        with C(from M import NAME [as ALIAS]), followed through further such imports. Absolute module
+        names are looked up under the nearest parent directory named after their first component;
+        relative imports from the file's own directory.
+      - A name the reader binds more than once, only conditionally (inside C(if)/C(try)/C(with)/a loop),
+        by a star import, or to anything but a dict literal (a call, a module) is refused, naming the files
+        involved; nothing is written.
+      - The edited text is followed again before it is written. When the table the reader would use is not
+        the one patched (or lacks an added key), the module fails naming both files and writes nothing.
+    type: bool
+    default: false
+  copies:
+    description:
+      - Other files where an older copy of the same dict may still be defined (where it lived before it
+        moved), used with O(follow_imports=true). A copy that the reader does not use is reported in
+        RV(stale_copies) with a warning naming both files, and left unchanged.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: File that may hold a copy.
+        type: path
+        required: true
+      symbol:
+        description: Symbol of the copy; defaults to the symbol of the dict that is patched.
+        type: str
   entries:
     description:
       - Entries that must exist. Keys and values are Python source text (literals or expressions
@@ -139,6 +169,17 @@ EXAMPLES = r"""
       - key: "12"
         value: "[4, 6, 8]"
 
+- name: Patch the size table that torch_symm_mem.py really reads (its import, or its own definition)
+  gpufleet.llm_server.python_source_patch:
+    path: /opt/sglang/current/src/python/sglang/srt/distributed/device_communicators/torch_symm_mem.py
+    symbol: TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES
+    follow_imports: true
+    copies:
+      - path: /opt/sglang/current/src/python/sglang/srt/distributed/device_communicators/all_reduce_utils.py
+    entries:
+      - key: "12"
+        value_from_key: "10"
+
 - name: Read the keys only
   gpufleet.llm_server.python_source_patch:
     path: /opt/sglang/src/python/sglang/srt/distributed/device_communicators/all_reduce_utils.py
@@ -176,6 +217,25 @@ existing:
   type: list
   elements: dict
   sample: [{"key": "12", "value": "[6, 8]", "wanted": "[6, 8]", "matches": true}]
+read_by:
+  description:
+    - With O(follow_imports=true), the file and symbol that read the dict at run time (the candidate that
+      was found); RV(path) and RV(symbol) name the definition that was patched. C(null) otherwise.
+  returned: success
+  type: dict
+  sample: {"path": "/opt/sglang/.../torch_symm_mem.py", "symbol": "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES"}
+chain:
+  description: The import hops followed from RV(read_by) to RV(path) (empty for a local definition).
+  returned: success
+  type: list
+  elements: str
+  sample: [".../torch_symm_mem.py line 9 imports TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES from .../all_reduce_utils.py"]
+stale_copies:
+  description: Copies of the dict in O(copies) that the reader does not use (left unchanged), with their keys.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"path": ".../all_reduce_utils.py", "symbol": "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES", "line": 3, "keys": [9, 10]}]
 keys:
   description:
     - The dict's keys as source text, in file order, read back from the file after the write
@@ -223,6 +283,11 @@ def main():
                 value=dict(type="str"),
                 value_from_key=dict(type="str", no_log=False),
             ), mutually_exclusive=[("value", "value_from_key")], required_one_of=[("value", "value_from_key")]),
+            follow_imports=dict(type="bool", default=False),
+            copies=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="path", required=True),
+                symbol=dict(type="str"),
+            )),
             backup=dict(type="bool", default=True),
             restart_marker=dict(type="path"),
             restart_source=dict(type="str", default="python_source_patch"),

@@ -207,3 +207,113 @@ def test_renamed_dict_fails_and_changes_nothing(pristine, tmp_path):
         assert str(package / COMM / "all_reduce_utils.py") in message
         assert RELEASES[version][0] in message and "SYMM_MEM_AR_LIMITS (line 3)" in message
         assert snapshot(package) == before[version], version
+
+
+# ---------------------------------------------------------------------------------------------
+# The table moved: a later SGLang main defines TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES in
+# torch_symm_mem.py itself (and indexes it with []). These layouts are built from the real release
+# files by moving the table, as a refactor upstream would; "stale" keeps the old copy behind in
+# all_reduce_utils.py, which the communicator no longer reads.
+# ---------------------------------------------------------------------------------------------
+IMPORT_BLOCK = (b"from sglang.srt.distributed.device_communicators.all_reduce_utils import (\n"
+                b"    TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES,\n)\n")
+
+
+def move_table(package, keep_copy):
+    """Move the size table (and MiB) from all_reduce_utils.py into torch_symm_mem.py, in place."""
+    utils = package / COMM / "all_reduce_utils.py"
+    reader = package / COMM / "torch_symm_mem.py"
+    table = utils.read_bytes()
+    assert table.startswith(b"MiB = 1024 * 1024\n"), "all_reduce_utils.py changed upstream: adapt move_table"
+    source = reader.read_bytes()
+    assert source.count(IMPORT_BLOCK) == 1, "torch_symm_mem.py's import changed upstream: adapt move_table"
+    reader.write_bytes(source.replace(IMPORT_BLOCK, table))
+    if keep_copy:
+        return
+    utils.write_bytes(b"# The size table moved to torch_symm_mem.py.\n")
+
+
+def local_table(package):
+    """The dict torch_symm_mem.py defines itself, evaluated the way the module's own code would see it."""
+    tree = ast.parse((package / COMM / "torch_symm_mem.py").read_bytes())
+    wanted = [n for n in tree.body if isinstance(n, ast.Assign)
+              and getattr(n.targets[0], "id", "") in ("MiB", "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES")]
+    namespace = {}
+    exec(compile(ast.Module(body=wanted, type_ignores=[]), "torch_symm_mem.py", "exec"), namespace)  # noqa: S102
+    return namespace["TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES"]
+
+
+@pytest.mark.parametrize("keep_copy", [False, True], ids=["moved", "moved-with-stale-copy"])
+def test_table_defined_in_the_reader_is_the_one_patched(pristine, tmp_path, keep_copy):
+    versions = ("0.5.10.post1", "0.5.23")
+    packages = copy_releases({v: pristine[v] for v in versions}, tmp_path / "trees")
+    for package in packages.values():
+        move_table(package, keep_copy)
+    utils_before = {v: (p / COMM / "all_reduce_utils.py").read_bytes() for v, p in packages.items()}
+    rc, out = run_role(packages, tmp_path)
+    assert rc == 0, json.dumps(out["stats"])
+    applied = task_results(out, "Ensure the SM120 entries")
+    for version, package in packages.items():
+        sizes = local_table(package)
+        assert sizes[12] == sizes[10] == SIZES, version
+        # the copy the communicator does not read is left exactly as it was
+        assert (package / COMM / "all_reduce_utils.py").read_bytes() == utils_before[version]
+        keys = facts(out, host(version))["sglang_sm120_patch_keys"]["all_reduce_max_sizes"]
+        assert keys["path"] == str(package / COMM / "torch_symm_mem.py")
+        assert keys["read_by"]["path"] == str(package / COMM / "torch_symm_mem.py")
+        assert keys["keys"] == [9, 10, 12]
+        result = applied[host(version)]["results"][0]
+        assert result["chain"] == []
+        if keep_copy:
+            assert keys["stale_copies"] == [str(package / COMM / "all_reduce_utils.py")]
+            warnings = " ".join(applied[host(version)].get("warnings", []))
+            assert "all_reduce_utils.py line 3 also defines TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES (keys 9, 10)" in warnings
+            assert "torch_symm_mem.py" in warnings and "left unchanged" in warnings
+        else:
+            assert keys["stale_copies"] == []
+    rc, out = run_role(packages, tmp_path)
+    assert rc == 0 and all(out["stats"][host(v)]["changed"] == 0 for v in versions)
+
+
+def test_release_layout_patches_the_imported_table_and_names_the_reader(pristine, tmp_path):
+    packages = copy_releases({"0.5.10.post1": pristine["0.5.10.post1"]}, tmp_path / "trees")
+    rc, out = run_role(packages, tmp_path)
+    assert rc == 0
+    result = task_results(out, "Ensure the SM120 entries")[host("0.5.10.post1")]["results"][0]
+    package = packages["0.5.10.post1"]
+    assert result["path"] == str(package / COMM / "all_reduce_utils.py")
+    assert result["read_by"] == {"path": str(package / COMM / "torch_symm_mem.py"),
+                                 "symbol": "TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES"}
+    assert result["chain"] == ["%s line 9 imports TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES from %s" % (
+        package / COMM / "torch_symm_mem.py", package / COMM / "all_reduce_utils.py")]
+
+
+@pytest.mark.parametrize("layout, words", [
+    # A merge left both: the import, then a local definition that overrides it at run time.
+    ("import-and-local", ["torch_symm_mem.py binds TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES 2 times",
+                          "line 9: imported from sglang.srt.distributed.device_communicators.all_reduce_utils",
+                          "a dict literal"]),
+    # The reader imports the table from a module that builds it with a call: nothing to edit there.
+    ("built-by-a-call", ["torch_symm_mem.py reads TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES from",
+                         "all_reduce_utils.py line", "assigned a Call, not a dict literal"]),
+])
+def test_unfollowable_layouts_are_refused_naming_both_files(pristine, tmp_path, layout, words):
+    packages = copy_releases({"0.5.10.post1": pristine["0.5.10.post1"]}, tmp_path / "trees")
+    package = packages["0.5.10.post1"]
+    reader = package / COMM / "torch_symm_mem.py"
+    utils = package / COMM / "all_reduce_utils.py"
+    if layout == "import-and-local":
+        source = reader.read_bytes()
+        reader.write_bytes(source.replace(IMPORT_BLOCK, IMPORT_BLOCK + utils.read_bytes()))
+    else:
+        utils.write_bytes(utils.read_bytes().replace(b"TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES = {",
+                                                     b"_SIZES = {") + b"TORCH_SYMM_MEM_ALL_REDUCE_MAX_SIZES = dict(_SIZES)\n")
+    before = snapshot(package)
+    rc, out = run_role(packages, tmp_path)
+    assert rc != 0
+    message = task_results(out, "Check every patch target before changing any file")[host("0.5.10.post1")]["results"][0]["msg"]
+    for word in words:
+        assert word in message, message
+    assert str(reader) in message and str(utils) in message
+    assert snapshot(package) == before
+    assert out["stats"][host("0.5.10.post1")]["changed"] == 0

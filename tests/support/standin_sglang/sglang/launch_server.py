@@ -27,6 +27,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import select
 import socket
 import sys
@@ -37,7 +38,36 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Optional
 
 READY_LINE = "The server is fired up and ready to roll!"
-VERSION = "0.0.0+gpufleet.standin"
+
+
+def _version() -> str:
+    """The version of the SGLang tree around this file (real `sglang/version.py` + setuptools-scm's
+    `_version.py` when the stand-in is built into a copy of a release, as molecule/shared's stand-in
+    repository does), else the stand-in's own."""
+    try:
+        from sglang.version import __version__  # pylint: disable=import-outside-toplevel
+
+        return str(__version__)
+    except ImportError:
+        return "0.0.0+gpufleet.standin"
+
+
+VERSION = _version()
+# The modes when GPUFLEET_STANDIN_MODE is unset. molecule/shared/make_standin_repo.sh makes a "bad
+# commit" of the stand-in repository by changing this line (code, not configuration, is at fault).
+DEFAULT_MODE = "ok"
+
+
+def _release_flags() -> list:
+    """Option strings of the real SGLang release whose `srt/server_args.py` sits next to this file
+    (the stand-in repository carries 0.5.10.post1's), read by a plain regex: `--help` lists them as
+    accepted and ignored, as the real server would list them. Empty without such a file."""
+    path = pathlib.Path(__file__).resolve().parent / "srt" / "server_args.py"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return sorted(set(re.findall(r"[\"'](--[a-z0-9][a-z0-9-]*)[\"']", text)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -192,7 +222,10 @@ def parse_modes(text: str) -> list:
 # Command line: the flags the stand-in acts on; everything else is accepted and recorded
 # --------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sglang.launch_server (gpufleet stand-in)", allow_abbrev=False)
+    flags = _release_flags()
+    epilog = ("Also accepted and ignored: every other flag; the flags of SGLang %s (its server_args.py is next "
+              "to this stand-in): %s" % (VERSION, " ".join(flags))) if flags else "Also accepted and ignored: every other flag."
+    p = argparse.ArgumentParser(prog="sglang.launch_server (gpufleet stand-in)", allow_abbrev=False, epilog=epilog)
     p.add_argument("--model-path", "--model", dest="model_path", required=True)
     p.add_argument("--served-model-name", dest="served_model_name", default=None)
     p.add_argument("--host", default="127.0.0.1")
@@ -330,6 +363,8 @@ class Handler(BaseHTTPRequestHandler):
         info.update({
             "version": VERSION,
             "standin": True,
+            # the folder this server's code runs from, links resolved (which build of a versioned install)
+            "code": str(pathlib.Path(__file__).resolve().parent),
             "argv": redact_argv(self.state.argv),
             "ignored_args": list(self.state.ignored),
             "modes": [n if a is None else f"{n}={a}" for n, a in self.state.modes],
@@ -451,20 +486,21 @@ def main(argv: Optional[list] = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, ignored = build_parser().parse_known_args(argv)
     state = State(args=args, argv=argv, ignored=ignored,
-                  modes=parse_modes(os.environ.get("GPUFLEET_STANDIN_MODE", "ok")))
+                  modes=parse_modes(os.environ.get("GPUFLEET_STANDIN_MODE", DEFAULT_MODE)))
     record = argv_file(args.port)
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
         redacted = redact_argv(argv)
         record.write_text(json.dumps({"argv": redacted, "ignored": ignored, "pid": os.getpid(),
-                                      "env_mode": os.environ.get("GPUFLEET_STANDIN_MODE", "ok")}) + "\n")
+                                      "env_mode": os.environ.get("GPUFLEET_STANDIN_MODE", DEFAULT_MODE)}) + "\n")
     except OSError as exc:
         print(f"[standin] cannot record argv in {record}: {exc}", file=sys.stderr, flush=True)
     start_log = os.environ.get("GPUFLEET_STANDIN_START_LOG")
     if start_log:  # one line per process start: tests count restarts with it
         pathlib.Path(start_log).parent.mkdir(parents=True, exist_ok=True)
         with open(start_log, "a", encoding="utf-8") as handle:
-            handle.write(f"{time.time():.3f} pid={os.getpid()} port={args.port}\n")
+            handle.write(f"{time.time():.3f} pid={os.getpid()} port={args.port} version={VERSION} "
+                         f"code={pathlib.Path(__file__).resolve().parent}\n")
     serve(state)
 
 

@@ -1,0 +1,122 @@
+"""The sglang_build role's refusals, run with ansible-playbook on this machine (local connection).
+
+The SGLang source is the stand-in repository Molecule uses (molecule/shared/make_standin_repo.sh:
+the real 0.5.10.post1 sdist with the stand-in server, declaring small real PyPI projects and the
+torch stand-in); pip installs from the same local indexes (molecule/shared/sglang_test_inputs.py).
+Every path lives under tmp_path; the target interpreter is a fresh venv of /usr/bin/python3 (the
+system Python a target has). The happy paths, the switch and the rollback run in
+molecule/sglang_build; these are the failures that must change nothing the server uses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory):
+    """(repository, inputs folder): the stand-in repository and the unpacked package indexes."""
+    base = tmp_path_factory.mktemp("upstream")
+    bundle = subprocess.run([sys.executable, str(ROOT / "molecule" / "shared" / "sglang_test_inputs.py")],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    inputs = base / "inputs"
+    with tarfile.open(bundle) as tar:
+        tar.extractall(inputs, filter="data")
+    standin = inputs / "standin"
+    standin.mkdir()
+    for name in ("__init__.py", "launch_server.py"):
+        shutil.copy(ROOT / "tests" / "support" / "standin_sglang" / "sglang" / name, standin / name)
+    subprocess.run(["sh", str(ROOT / "molecule" / "shared" / "make_standin_repo.sh"), str(inputs / "sglang-sdist.tar.gz"),
+                    "0.5.10.post1", str(standin), str(base / "repo")], capture_output=True, check=True)
+    return base / "repo", inputs
+
+
+def run_role(tmp_path, upstream, **overrides):
+    repo, inputs = upstream
+    variables = {
+        "ansible_python_interpreter": PYTHON,
+        "sglang_build_git_url": str(repo), "sglang_build_ref": "v0.5.10.post1",
+        "sglang_build_dir": str(tmp_path / "sglang"), "sglang_build_python": str(tmp_path / "venv" / "bin" / "python"),
+        "sglang_build_venv_base_python": PYTHON,
+        "sglang_build_state_file": str(tmp_path / "state" / "sglang_build.json"),
+        "sglang_build_known_good_file": str(tmp_path / "state" / "known-good.json"),
+        "sglang_build_install_os_packages": False,
+        "sglang_build_pip_args": ["--index-url", (inputs / "pypi" / "simple").as_uri()],
+        "sglang_build_torch_index_url": (inputs / "torch" / "simple").as_uri(),
+    }
+    variables.update(overrides)
+    play = [{"name": "build", "hosts": "localhost", "gather_facts": False, "vars": variables,
+             "roles": [{"role": "gpufleet.llm_server.sglang_build"}]}]
+    (tmp_path / "play.yml").write_text(json.dumps(play))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PIP_"))}
+    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1", PIP_CONFIG_FILE=os.devnull)
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           str(tmp_path / "play.yml")], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
+    out = json.loads(proc.stdout[proc.stdout.index("{"):])
+    failed = [(t["task"]["name"].split(" : ")[-1], h) for p in out["plays"] for t in p["tasks"]
+              for h in t["hosts"].values() if h.get("failed")]
+    warnings = [w for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values() for w in h.get("warnings", [])]
+    return proc.returncode, failed, warnings
+
+
+def installed(tmp_path):
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    return sorted(p.name for p in site.iterdir() if p.name.endswith(".dist-info"))
+
+
+def test_a_build_that_does_not_import_is_never_switched_to(tmp_path, upstream):
+    """drift policy warn on a bare venv: SGLang's declared dependencies stay missing, so the real
+    import of its HTTP server module fails; the build is refused before `current` exists."""
+    rc, failed, warnings = run_role(tmp_path, upstream, sglang_build_dependency_drift="warn")
+    assert rc != 0 and len(failed) == 1
+    task, result = failed[0]
+    assert task == "Check the build (location, imports, --help flags, no shadowing copy)"
+    assert "nothing was switched; the server keeps its current build" in result["msg"]
+    assert "sglang.srt.entrypoints.http_server: ModuleNotFoundError: No module named 'dateutil'" in result["msg"]
+    assert "sglang_build_dependency_drift: install" in result["msg"]
+    assert any("does not satisfy sglang's requirements (sglang_build_dependency_drift is warn, nothing installed)" in w
+               and "python-dateutil>=2.8 (not installed)" in w and "torch==2.9.1 (torch family, not installed)" in w
+               for w in warnings), warnings
+    assert not (tmp_path / "sglang" / "current").exists()
+    assert not list((tmp_path / "sglang" / "builds").glob("*/build.json"))
+    assert not [n for n in installed(tmp_path) if n.startswith(("torch", "python_dateutil", "idna"))]
+
+
+def test_drift_policy_fail_installs_nothing_and_names_each_requirement(tmp_path, upstream):
+    rc, failed, _warnings = run_role(tmp_path, upstream, sglang_build_dependency_drift="fail")
+    assert rc != 0 and len(failed) == 1
+    task, result = failed[0]
+    assert task == "Check and install SGLang's declared dependencies (torch held)"
+    for words in ("sglang_build_dependency_drift is fail", "python-dateutil>=2.8 (not installed)", "idna>=3 (not installed)",
+                  "huggingface_hub (not installed)", "torch==2.9.1 (torch family, not installed)", "Nothing was installed",
+                  "decord2"):
+        assert (words in result["msg"]) == (words != "decord2"), (words, result["msg"])  # decord2's marker never applies here
+    assert not [n for n in installed(tmp_path) if not n.startswith(("pip-", "setuptools-"))]
+
+
+def test_a_copy_of_sglang_installed_by_hand_is_refused_with_the_fix(tmp_path, upstream):
+    """The seeds' `pip install -e` into the environment, or any copy in site-packages, would be imported
+    instead of the build once the server starts: refused before the switch, with the uninstall named."""
+    subprocess.run([PYTHON, "-m", "venv", str(tmp_path / "venv")], check=True)
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    (site / "sglang").mkdir()
+    (site / "sglang" / "__init__.py").write_text("# a hand-made copy\n")
+    rc, failed, _warnings = run_role(tmp_path, upstream)
+    assert rc != 0 and len(failed) == 1
+    task, result = failed[0]
+    assert task == "Check the build (location, imports, --help flags, no shadowing copy)"
+    assert "Other copies of sglang would shadow it: %s" % (site / "sglang" / "__init__.py") in result["msg"]
+    assert "-m pip uninstall sglang" in result["msg"]
+    assert not (tmp_path / "sglang" / "current").exists()
