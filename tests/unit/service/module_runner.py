@@ -19,7 +19,7 @@ def run_module(module_name, tmp_path, **args):
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=str(ROOT / ".collections"))
     proc = subprocess.run([sys.executable, str(ROOT / "plugins" / "modules" / (module_name + ".py")), str(args_file)],
-                          capture_output=True, text=True, env=env, timeout=60)
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
     out = proc.stdout.strip().splitlines()
     result = json.loads(out[-1]) if out else {}
     result["_rc"], result["_stderr"] = proc.returncode, proc.stderr

@@ -42,7 +42,7 @@ def _run(tmp_path, *launcher_args, env=None):
     (tmp_path / "probe_module.py").write_text(PROBE)
     full_env = dict(os.environ, PROBE_CHILD_OUT=str(tmp_path / "child.json"), **(env or {}))
     return subprocess.run([sys.executable, str(LAUNCHER), *launcher_args], cwd=tmp_path, env=full_env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_secrets_reach_the_process_but_no_command_line(tmp_path):

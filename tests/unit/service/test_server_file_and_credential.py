@@ -21,7 +21,7 @@ def test_server_file_marks_before_a_content_change_and_only_then(tmp_path):
     assert [e["source"] for e in read(str(marker))] == ["test"]
     again = run_module("server_file", tmp_path, content="a\n", **common)
     assert not again["changed"] and not again["restart_marked"] and len(read(str(marker))) == 1
-    mode_only = run_module("server_file", tmp_path, content="a\n", **dict(common, mode="0600"))
+    mode_only = run_module("server_file", tmp_path, **{**common, "content": "a\n", "mode": "0600"})
     assert mode_only["changed"] and not mode_only["restart_marked"] and stat.S_IMODE(dest.stat().st_mode) == 0o600
     assert len(read(str(marker))) == 1
 
@@ -81,5 +81,5 @@ def test_plain_credential_is_private_idempotent_and_marks_changes(tmp_path):
     assert check["changed"] and (directory / "api-key").read_text() == "sk-two" and len(read(str(marker))) == 2
     gone = run_module("systemd_credential", tmp_path, state="absent", **common)
     assert gone["changed"] and not (directory / "api-key").exists() and len(read(str(marker))) == 3
-    bad = run_module("systemd_credential", tmp_path, value="x", **dict(common, name="../etc"))
+    bad = run_module("systemd_credential", tmp_path, **{**common, "value": "x", "name": "../etc"})
     assert bad["failed"] and "must be letters" in bad["msg"]

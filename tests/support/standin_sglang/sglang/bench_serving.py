@@ -48,9 +48,11 @@ def parse(argv):
 def one_request(args, key):
     body = json.dumps({"model": args.model, "messages": [{"role": "user", "content": "What is the capital of France?"}],
                        "max_tokens": 8}).encode()
+    headers = {"Content-Type": "application/json"}
+    if key:
+        headers["Authorization"] = "Bearer " + key
     request = urllib.request.Request(args.base_url.rstrip("/") + "/v1/chat/completions", data=body, method="POST",
-                                     headers={"Content-Type": "application/json", **({"Authorization": "Bearer " + key}
-                                                                                    if key else {})})
+                                     headers=headers)
     started = time.monotonic()
     with urllib.request.urlopen(request, timeout=30) as response:
         json.loads(response.read())
