@@ -23,6 +23,8 @@ import json
 import os
 import re
 
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.restart_marker import maybe_mark
+
 __all__ = ["DependencyError", "PROBE", "canonical", "conflict_summary", "declared_requirements", "plan",
            "read_report", "requirement_name", "run", "torch_version_requirement"]
 
@@ -30,6 +32,7 @@ __all__ = ["DependencyError", "PROBE", "canonical", "conflict_summary", "declare
 # Prints one JSON object. `packaging` when the environment has it, else the copy vendored in pip.
 PROBE = r'''
 import hashlib, importlib.metadata as md, json, re, sys
+
 
 def canon(name):
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -307,6 +310,11 @@ class _Runner:
             argv += ["--dry-run", "--report", report]
         argv += _pins(held) + list(requirements)
         self.commands.append(argv)
+        if not dry_run and self.restart_marker:
+            # Issue 17: a real install changes the environment the running server imports from; the marker
+            # goes first, so a run that dies after the install cannot lose the restart.
+            maybe_mark(self.module, self.restart_marker, "sglang_build",
+                       "pip install into %s: %s" % (self.python, " ".join(list(requirements))[:500]))
         rc, out, err = self.module.run_command(argv)
         installs = None
         if rc == 0 and dry_run:
@@ -340,6 +348,7 @@ def run(module, params):
     if override:
         requirements.append((override, "torch_version"))
     runner = _Runner(module, p["python"], p["pip_args"], names)
+    runner.restart_marker = p.get("restart_marker")
     torch_args = ["--index-url", p["torch_index_url"]] if p["torch_index_url"] else []
     try:
         before = runner.probe([t for t, _o in requirements], families)

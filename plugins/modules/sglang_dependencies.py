@@ -92,6 +92,12 @@ options:
     description: Prefix of the variable names used in messages (the sglang_build role passes V(sglang_build_)).
     type: str
     default: ""
+  restart_marker:
+    description:
+      - Restart-pending marker (see M(gpufleet.llm_server.restart_marker)) appended to right before a real C(pip install)
+        changes the environment, so a running server's restart is never lost when a later task fails. Omitted, none.
+    type: path
+    version_added: "0.1.0"
 attributes:
   check_mode:
     support: full
@@ -215,6 +221,7 @@ def main():
             pip_args=dict(type="list", elements="str", default=[]),
             cuda_version=dict(type="str", default=""),
             hint_prefix=dict(type="str", default=""),
+            restart_marker=dict(type="path"),
         ),
         supports_check_mode=True,
     )
