@@ -82,6 +82,8 @@ def _command(tmp_path, hub, profile, *, verbose=False, check=False, token="", **
         "model_download_poll_seconds": 1,
         "model_download_timeout_seconds": 120,
         "model_download_space_margin_gb": 0,
+        # the restart-pending marker (issue 17) in the test's own directory, never this machine's /var/lib
+        "model_download_restart_marker": str(tmp_path / "state" / "restart-pending"),
         **role_vars,
     }
     (tmp_path / "helper").mkdir(exist_ok=True)
@@ -198,6 +200,9 @@ def test_download_then_noop_then_truncation_and_deletion_are_repaired(tmp_path):
         ranges = [r for r in hub.requests if r["file"] == cut and r["range"]]
         assert ranges and ranges[0]["range"].startswith("bytes=10485760-"), hub.requests
         assert "HANDLER restart sglang ran" in json.dumps(res["tasks"]["restart sglang"])
+        # the fetch also marked the restart pending on the host (it outlives a run that fails later)
+        marker = (tmp_path / "state" / "restart-pending").read_text().splitlines()
+        assert len(marker) == 1 and json.loads(marker[0])["source"] == "model_download"
         data = manifest(model)
         assert (data["repo"], data["revision"], data["commit"], data["verified"]) == (REPO, "main", hub.commit, "size")
         assert set(data["files"]) == set(files)

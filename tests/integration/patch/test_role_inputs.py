@@ -20,7 +20,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 def run(tmp_path, role, variables, check=True):
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     playbook = [{"name": "inputs", "hosts": "localhost", "gather_facts": False,
-                 "vars": dict(variables, ansible_python_interpreter=python),
+                 "vars": dict(variables, ansible_python_interpreter=python,
+                              # the restart-pending marker (issue 17) in the test directory, never /var/lib here
+                              sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending"),
+                              model_download_restart_marker=str(tmp_path / "restart-pending")),
                  "roles": [{"role": "gpufleet.llm_server." + role}]}]
     (tmp_path / "play.yml").write_text(json.dumps(playbook))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}

@@ -89,7 +89,10 @@ def run_role(packages, tmp_path, *extra, role_vars=None):
     python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
     inventory = {"all": {"hosts": {host(v): {
         "ansible_connection": "local", "ansible_python_interpreter": python,
-        "sglang_sm120_patch_target_dir": str(p)} for v, p in packages.items()}}}
+        "sglang_sm120_patch_target_dir": str(p),
+        # the restart-pending marker (issue 17) in the test's directory, never this machine's /var/lib
+        "sglang_sm120_patch_restart_marker": str(tmp_path / "state" / ("restart-pending-" + host(v)))}
+        for v, p in packages.items()}}}
     (tmp_path / "inventory.json").write_text(json.dumps(inventory))
     playbook = [{"name": "SM120 patch", "hosts": "all", "gather_facts": False, "vars": role_vars or {},
                  "roles": [{"role": "gpufleet.llm_server.sglang_sm120_patch"}]}]

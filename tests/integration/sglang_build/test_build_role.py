@@ -50,6 +50,8 @@ def run_role(tmp_path, upstream, **overrides):
         "sglang_build_dir": str(tmp_path / "sglang"), "sglang_build_python": str(tmp_path / "venv" / "bin" / "python"),
         "sglang_build_venv_base_python": PYTHON,
         "sglang_build_state_file": str(tmp_path / "state" / "sglang_build.json"),
+        # the restart-pending marker (issue 17) in the test directory, never this machine's /var/lib
+        "sglang_build_restart_marker": str(tmp_path / "state" / "restart-pending"),
         "sglang_build_known_good_file": str(tmp_path / "state" / "known-good.json"),
         "sglang_build_install_os_packages": False,
         "sglang_build_pip_args": ["--index-url", (inputs / "pypi" / "simple").as_uri()],
