@@ -17,7 +17,7 @@ description:
     start (C(ExecStartPre)), the event that picks the change up.
   - V(present) appends one line (time, O(source), O(reason)) to O(path); use it right BEFORE a change the module
     making it cannot mark itself (M(gpufleet.llm_server.server_file), M(gpufleet.llm_server.systemd_credential),
-    M(gpufleet.llm_server.server_command) and M(gpufleet.llm_server.python_source_patch) mark in the same step).
+    M(gpufleet.llm_server.python_source_patch) and M(gpufleet.llm_server.sglang_dependencies) mark in the same step).
   - V(query) only reads it.
 author:
   - gpufleet maintainers (@gpufleet)

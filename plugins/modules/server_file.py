@@ -69,7 +69,7 @@ notes:
     reads the same content).
 seealso:
   - module: gpufleet.llm_server.systemd_credential
-  - module: gpufleet.llm_server.server_command
+  - module: gpufleet.llm_server.restart_marker
 """
 
 EXAMPLES = r"""
