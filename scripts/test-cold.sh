@@ -30,7 +30,13 @@ fi
 if $keep; then
   echo "cold: kept $work (logs under checkout/tests/output/logs)"
 else
-  cp -r "$work/checkout/tests/output/logs" "$root/tests/output/cold-logs-$(date +%Y%m%d-%H%M%S)" 2>/dev/null || true
-  rm -rf "$work"
+  mkdir -p "$root/tests/output"
+  saved="$root/tests/output/cold-logs-$(date +%Y%m%d-%H%M%S)"
+  if cp -r "$work/checkout/tests/output/logs" "$saved"; then
+    echo "cold: logs saved in $saved"
+    rm -rf "$work"
+  else
+    echo "cold: could not copy the logs; kept $work"
+  fi
 fi
 exit $rc

@@ -99,6 +99,10 @@ wait_engine() {
   sed 's/^/    /' "$logs/engine.log"
 }
 
+# setup always runs first (above); naming it in STAGES is allowed and runs it once.
+requested=$stages; stages=""
+for stage in $requested; do [ "$stage" = setup ] || stages+="$stage "; done
+
 for stage in $stages; do
   case $stage in
     lint)     run_stage lint scripts/lint.sh ;;
