@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Does a CUDA workload run inside the system-call sandbox of the SGLang unit? (GPU host, read-only)
 
 The GPU test host has no systemd as PID 1, so the unit itself cannot run there. This script
@@ -244,7 +243,7 @@ def main() -> int:
     args = parser.parse_args()
     denied = {}
     for item in args.deny:
-        name, _, number = item.partition("=")
+        name, _separator, number = item.partition("=")
         denied[name] = int(number)
     results: list[dict] = []
     inherited = os.environ.pop("SANDBOX_CHECK_REPORT_FD", None)
