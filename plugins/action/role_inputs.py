@@ -25,6 +25,7 @@ ARGUMENT_SPEC = {
     "entry_point": {"type": "str", "default": "main"},
     "skip_options": {"type": "list", "elements": "str", "default": []},
     "defer_undefined": {"type": "bool", "default": False},
+    "record": {"type": "bool", "default": True},
 }
 
 FACT = "gpufleet_llm_server_checked_roles"
@@ -98,8 +99,9 @@ class ActionModule(ActionBase):
             result["failed"] = True
             result["msg"] = role_inputs.format_report(problems)
             return result
-        before = task_vars.get(FACT) or []
-        result["ansible_facts"] = {FACT: list(before) + [role for role in checked if role not in before]}
+        if args["record"]:
+            before = task_vars.get(FACT) or []
+            result["ansible_facts"] = {FACT: list(before) + [role for role in checked if role not in before]}
         result["msg"] = "variables of %s are valid%s" % (
             ", ".join(checked) or "no role",
             ("; left to the role itself (they follow variables set later in the run): %s"

@@ -21,8 +21,8 @@ description:
     versions, branches, names and paths; the former variables of an old layout). Each message names the variable, the
     value and the fix.
   - Every problem of every role is reported in one failure, before anything changes. On success the fact
-    C(gpufleet_llm_server_checked_roles) lists the roles checked; each role's first task runs this action for itself
-    only when the role is not listed there, so in C(site.yml) the checks run once per host (in the preflight role),
+    C(gpufleet_llm_server_checked_roles) lists the roles checked (O(record)); each role's first task runs this action
+    for itself only when the role is not listed there, so in C(site.yml) the checks run once per host (in the preflight role),
     while a role run alone (C(roles), C(include_role)) still refuses bad input in the same words.
   - A value changed after the check in the same run (C(set_fact), a later play's C(vars)) is not checked again.
   - This is an action plugin; it needs no connection to the host.
@@ -55,6 +55,12 @@ options:
         C(gpufleet_llm_server_checked_roles) and is listed in RV(deferred)) instead of failing.
     type: bool
     default: false
+  record:
+    description:
+      - Add the roles checked to the fact C(gpufleet_llm_server_checked_roles), so that their own checks are skipped
+        later in the run (preflight). A role checking itself sets V(false): each include of it is checked anew.
+    type: bool
+    default: true
 attributes:
   action:
     support: full
@@ -93,6 +99,7 @@ EXAMPLES = r"""
   gpufleet.llm_server.role_inputs:
     roles:
       - sglang_build
+    record: false
   when: "'sglang_build' not in (gpufleet_llm_server_checked_roles | default([]))"
 """
 
@@ -114,7 +121,7 @@ problems:
   type: dict
   sample: {sglang_build: ["sglang_build_keep_builds=0 must be at least 1 ..."]}
 ansible_facts:
-  description: Facts set on success.
+  description: Facts set on success (with O(record)).
   returned: success
   type: complex
   contains:

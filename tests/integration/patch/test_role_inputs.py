@@ -158,3 +158,16 @@ def test_a_checked_role_skips_its_check(tmp_path):
     own = [result for name, result in results if ROLE_INPUTS in name]
     assert len(own) == 1 and own[0].get("skipped") is True
     assert results[0][1]["ansible_facts"]["gpufleet_llm_server_checked_roles"] == ["sglang_sm120_patch"]
+
+
+def test_a_role_run_alone_checks_itself_every_time(tmp_path):
+    """Without preflight the role checks its variables at each include and records nothing: a second include with
+    other variables in the same run is checked again (and refused here)."""
+    include = {"name": "patch", "ansible.builtin.include_role": {"name": "gpufleet.llm_server.sglang_sm120_patch"}}
+    tasks = [dict(include, vars={"sglang_sm120_patch_target_dir": str(tmp_path / "absent")}),
+             dict(include, vars={"sglang_sm120_patch_target_dir": "relative"})]
+    rc, results = run_plays(tmp_path, [{"tasks": tasks}])
+    own = [result for name, result in results if ROLE_INPUTS in name]
+    assert rc != 0 and len(own) == 2
+    assert own[0]["checked"] == ["sglang_sm120_patch"] and "ansible_facts" not in own[0]
+    assert own[1]["failed"] and "(got relative)" in own[1]["msg"]
