@@ -58,7 +58,7 @@ options:
   record:
     description:
       - Add the roles checked to the fact C(gpufleet_llm_server_checked_roles), so that their own checks are skipped
-        later in the run (preflight). A role checking itself sets V(false): each include of it is checked anew.
+        later in the run (preflight). A role checking itself sets V(false), so that each include of it is checked anew.
     type: bool
     default: true
 attributes:

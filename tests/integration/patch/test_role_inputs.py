@@ -134,7 +134,7 @@ def test_checked_roles_skip_their_own_check_and_deferred_ones_do_not(tmp_path):
     importing = {"vars": play_vars, "tasks": [
         {"name": "set later", "ansible.builtin.set_fact": {"later_dir": "relative"}},
         {"name": "patch", "ansible.builtin.import_role": {"name": "gpufleet.llm_server.sglang_sm120_patch",
-                                                           "rolespec_validate": False}}]}
+                                                          "rolespec_validate": False}}]}
     rc, results = run_plays(tmp_path, [checking, importing])
     first = results[0][1]
     assert first["checked"] == ["cuda_toolkit"]
@@ -151,7 +151,7 @@ def test_checked_roles_skip_their_own_check_and_deferred_ones_do_not(tmp_path):
 def test_a_checked_role_skips_its_check(tmp_path):
     tasks = [{"name": "check", "gpufleet.llm_server.role_inputs": {"roles": ["sglang_sm120_patch"]}},
              {"name": "patch", "ansible.builtin.import_role": {"name": "gpufleet.llm_server.sglang_sm120_patch",
-                                                              "rolespec_validate": False}}]
+                                                               "rolespec_validate": False}}]
     rc, results = run_plays(tmp_path, [{"vars": {"sglang_sm120_patch_target_dir": str(tmp_path / "absent")},
                                         "tasks": tasks}])
     assert rc == 0, results

@@ -130,7 +130,7 @@ def test_rules(role, changes, words):
 
 def test_one_message_per_broken_rule():
     messages = ri.nvidia_driver_rules(values("nvidia_driver", nvidia_driver_branch="x", nvidia_driver_source="apt",
-                                            nvidia_driver_secure_boot="on"))
+                                             nvidia_driver_secure_boot="on"))
     assert [m.split(" ")[0] for m in messages] == ["nvidia_driver_branch", "Unknown", "nvidia_driver_source"]
 
 
