@@ -216,11 +216,17 @@ def test_floor_needs_the_smoke_checks_call(ledger):
 
 
 def test_ratios_and_table():
-    figures = {run: {"wall_s": wall, "controller_cpu_s": [1.0] * len(wall), "host_cpu_s": [None] * len(wall),
+    figures = {run: {"wall_s": wall, "controller_cpu_s": cpu, "host_cpu_s": host,
                      "tasks": {"ran": {"S": 1, "R": 2, "C": 3}, "skipped": {"S": 0, "R": 0, "C": 4}}}
-               for run, wall in (("A", [80.0, 74.0, 90.0]), ("F", [20.0, 22.0, 21.0]),
-                                 ("T", [16.0, 22.0, 18.0]), ("R", [8.0, 7.0, 9.0]))}
-    assert noop_floor.ratios(figures) == {"A/F": {"min": 3.7, "median": 3.81}, "T/R": {"min": 2.29, "median": 2.25}}
+               for run, wall, cpu, host in (("A", [80.0, 74.0, 180.0], [30.0, 28.0, 33.0], [33.0, 32.0, 37.0]),
+                                            ("F", [20.0, 15.0, 40.0], [4.0, 4.0, 4.5], [10.0, 9.5, 10.0]),
+                                            ("T", [16.0, 22.0, 18.0], [7.0, 8.0, 8.0], [None, None, None]),
+                                            ("R", [8.0, 7.0, 9.0], [2.0, 2.0, 2.0], [None, None, None]))}
+    out = noop_floor.ratios(figures)
+    assert out["A/F"] == {"min": 4.93, "median": 4.0, "rounds": [4.0, 4.93, 4.5], "median_of_rounds": 4.5,
+                          "cpu": round(63.0 / 14.0, 2)}
+    assert out["T/R"] == {"min": 2.29, "median": 2.25, "rounds": [2.0, 3.14, 2.0], "median_of_rounds": 2.0,
+                          "cpu": None}
     table = noop_floor.format_table(figures)
     assert "A no-op site.yml" in table and "74.0/80.0" in table and "1/2/3" in table and "n/a" in table
 
