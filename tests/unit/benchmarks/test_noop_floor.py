@@ -209,8 +209,10 @@ def test_floor_from_the_recorded_ledger(ledger):
 
 
 def test_floor_needs_the_smoke_checks_call(ledger):
-    without_checks = [e for e in ledger if not (e["action"].endswith("openai_smoke_test")
-                                                 and any(a.get("checks") for a in e.get("module_args") or []))]
+    def is_checks_call(entry):
+        return entry["action"].endswith("openai_smoke_test") and any(a.get("checks") for a in entry.get("module_args") or [])
+
+    without_checks = [e for e in ledger if not is_checks_call(e)]
     with pytest.raises(ValueError, match="openai_smoke_test checks"):
         noop_floor.floor_inputs(without_checks)
 
@@ -236,8 +238,8 @@ def test_task_ledger_on_a_real_play(tmp_path):
     play = tmp_path / "play.yml"
     play.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "Read a file", "ansible.builtin.stat": {"path": str(tmp_path)}},
-        {"name": "Make two files", "ansible.builtin.copy": {"content": "x\n", "dest": f"{tmp_path}/{{{{ item }}}}",
-                                                           "mode": "0644"}, "loop": ["a", "b"]},
+        {"name": "Make two files", "loop": ["a", "b"],
+         "ansible.builtin.copy": {"content": "x\n", "dest": f"{tmp_path}/{{{{ item }}}}", "mode": "0644"}},
         {"name": "Read-only command", "ansible.builtin.command": "true", "changed_when": False},
         {"name": "Skipped", "ansible.builtin.debug": {"msg": "x"}, "when": False},
         {"name": "On the controller", "ansible.builtin.stat": {"path": "/"}, "delegate_to": "localhost"},
