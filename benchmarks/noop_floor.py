@@ -347,6 +347,46 @@ class Bench:
         return entries
 
 
+def targets_met(result: dict) -> dict:
+    return {
+        "A/F": result["ratios"]["A/F"]["median_of_rounds"] <= TARGETS["A/F"],
+        "controller_cpu_s_per_host": result["controller_cpu_s_per_host"]["median"] <= TARGETS["controller_cpu_s_per_host"],
+        "T/R": result["ratios"]["T/R"]["median_of_rounds"] <= TARGETS["T/R"],
+    }
+
+
+def print_report(result: dict, figures: dict, earlier: dict | None = None, earlier_file=None) -> None:
+    print()
+    print(format_table(figures))
+    print()
+    for name in ("A/F", "T/R"):
+        r = result["ratios"][name]
+        cpu_text = f"{r['cpu']:.2f}" if r["cpu"] is not None else "n/a"
+        print(f"{name}: {r['median_of_rounds']:.2f} (median of the rounds {r['rounds']}), {r['median']:.2f} (of the "
+              f"medians), {r['min']:.2f} (of the minima), {cpu_text} (CPU seconds); target <= {TARGETS[name]:g} "
+              f"{'met' if result['met'][name] else 'NOT met'}")
+    cpu = result["controller_cpu_s_per_host"]
+    met = "met" if result["met"]["controller_cpu_s_per_host"] else "NOT met"
+    print(f"A's controller CPU per host: {cpu['median']:.1f} s (median) / {cpu['min']:.1f} s (min); target <= "
+          f"{TARGETS['controller_cpu_s_per_host']:g} s {met}")
+    floor_info = result["floor"]
+    print(f"floor resources: {floor_info['resources']}; load average at start {result['load_start']}, "
+          f"at end {result['load_end']} on {result['cores']} cores")
+    for run in RUNS:
+        unknown = figures[run]["tasks"]["unknown_actions"]
+        if unknown:
+            print(f"warning: {run} ran actions task_ledger does not class (counted C): {', '.join(unknown)}")
+    if earlier:
+        def ratio(name):
+            return earlier["ratios"][name].get("median_of_rounds", earlier["ratios"][name].get("median"))
+        print(f"earlier ({earlier_file}, {earlier.get('date')}, {earlier.get('commit')}): A/F {ratio('A/F')}, "
+              f"T/R {ratio('T/R')}, controller CPU/host {earlier['controller_cpu_s_per_host']['median']} s, "
+              f"floor resources {earlier['floor']['resources']}")
+        if floor_info["resources"] < earlier["floor"]["resources"]:
+            print(f"warning: the floor has fewer resources than earlier ({floor_info['resources']} < "
+                  f"{earlier['floor']['resources']}): a state module may be missing `resources` in its result")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3, help="rounds of A F T R (default 3)")
@@ -413,38 +453,10 @@ def main() -> int:
         "floor": floor_info,
         "targets": TARGETS,
     }
-    result["met"] = {
-        "A/F": result["ratios"]["A/F"]["median_of_rounds"] <= TARGETS["A/F"],
-        "controller_cpu_s_per_host": result["controller_cpu_s_per_host"]["median"] <= TARGETS["controller_cpu_s_per_host"],
-        "T/R": result["ratios"]["T/R"]["median_of_rounds"] <= TARGETS["T/R"],
-    }
-    print()
-    print(format_table(figures))
-    print()
-    for name in ("A/F", "T/R"):
-        r = result["ratios"][name]
-        cpu_text = f"{r['cpu']:.2f}" if r["cpu"] is not None else "n/a"
-        print(f"{name}: {r['median_of_rounds']:.2f} (median of the rounds {r['rounds']}), {r['median']:.2f} (of the "
-              f"medians), {r['min']:.2f} (of the minima), {cpu_text} (CPU seconds); target <= {TARGETS[name]:g} "
-              f"{'met' if result['met'][name] else 'NOT met'}")
-    cpu = result["controller_cpu_s_per_host"]
-    print(f"A's controller CPU per host: {cpu['median']:.1f} s (median) / {cpu['min']:.1f} s (min); target <= "
-          f"{TARGETS['controller_cpu_s_per_host']:g} s {'met' if result['met']['controller_cpu_s_per_host'] else 'NOT met'}")
-    print(f"floor resources: {floor_info['resources']}; load average at start {result['load_start']}, "
-          f"at end {result['load_end']} on {os.cpu_count()} cores")
-    for run in RUNS:
-        unknown = figures[run]["tasks"]["unknown_actions"]
-        if unknown:
-            print(f"warning: {run} ran actions task_ledger does not class (counted C): {', '.join(unknown)}")
-    if args.compare:
-        earlier = json.loads(args.compare.read_text())
-        print(f"earlier ({args.compare}, {earlier.get('date')}, {earlier.get('commit')}): "
-              f"A/F {earlier['ratios']['A/F'].get('median_of_rounds')}, T/R {earlier['ratios']['T/R'].get('median_of_rounds')}, "
-              f"controller CPU/host {earlier['controller_cpu_s_per_host']['median']} s, "
-              f"floor resources {earlier['floor']['resources']}")
-        if floor_info["resources"] < earlier["floor"]["resources"]:
-            print(f"warning: the floor has fewer resources than earlier ({floor_info['resources']} < "
-                  f"{earlier['floor']['resources']}): a state module may be missing `resources` in its result")
+    result["met"] = targets_met(result)
+    earlier = json.loads(args.compare.read_text()) if args.compare else None
+    print_report(result, figures, earlier, args.compare)
+    if earlier:
         result["compare"] = {"file": str(args.compare), "date": earlier.get("date"), "commit": earlier.get("commit"),
                              "ratios": earlier["ratios"], "controller_cpu_s_per_host": earlier["controller_cpu_s_per_host"],
                              "floor_resources": earlier["floor"]["resources"]}
