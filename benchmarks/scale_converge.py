@@ -27,74 +27,12 @@ import argparse
 import json
 import os
 import pathlib
-import re
 import resource
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-VENV_BIN = ROOT / ".venv" / "bin"
-IMAGE = os.environ.get("GPUFLEET_MOLECULE_IMAGE", "gpufleet/debian12-systemd:latest")
-
-
-def sh(cmd: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, text=True, capture_output=True, check=False, **kw)
-
-
-def start(name: str) -> None:
-    sh(["docker", "rm", "-f", name])
-    proc = sh(["docker", "run", "-d", "--name", name, "--hostname", name,
-               "--cap-add", "SYS_ADMIN", "--cgroupns=host",
-               "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
-               "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
-               "--tmpfs", "/tmp", "--stop-signal", "SIGRTMIN+3", IMAGE, "/lib/systemd/systemd"])
-    if proc.returncode != 0:
-        sys.exit(f"docker run {name} failed: {proc.stderr}")
-
-
-def container_cpu_seconds(name: str) -> float | None:
-    """CPU seconds used so far by everything in the container's cgroup (v1 cpuacct or v2 cpu.stat)."""
-    cid = sh(["docker", "inspect", "--format", "{{.Id}}", name]).stdout.strip()
-    candidates = [
-        (pathlib.Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage"), 1e9),
-        (pathlib.Path(f"/sys/fs/cgroup/cpu,cpuacct/docker/{cid}/cpuacct.usage"), 1e9),
-        (pathlib.Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat"), 1e6),
-        (pathlib.Path(f"/sys/fs/cgroup/docker/{cid}/cpu.stat"), 1e6),
-    ]
-    for path, per_second in candidates:
-        if path.is_file():
-            text = path.read_text()
-            match = re.search(r"usage_usec (\d+)", text) if path.name == "cpu.stat" else re.match(r"(\d+)", text)
-            if match:
-                return int(match.group(1)) / per_second
-    return None
-
-
-def playbook(inventory: pathlib.Path, play: pathlib.Path, forks: int, limit: str | None = None,
-             log: pathlib.Path | None = None, pipelining: bool = True) -> tuple[float, str, int]:
-    env = dict(os.environ, ANSIBLE_FORKS=str(forks), ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_PIPELINING=str(pipelining),
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
-               PATH=f"{VENV_BIN}:{os.environ['PATH']}",
-               # The default scenario's prepare and group_vars read Molecule's variables.
-               MOLECULE_PROJECT_DIRECTORY=str(ROOT), MOLECULE_EPHEMERAL_DIRECTORY=str(inventory.parent),
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"))
-    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(play)]
-    if limit:
-        cmd += ["--limit", limit]
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, text=True, capture_output=True, check=False)
-    elapsed = time.monotonic() - t0
-    if log:
-        log.write_text(proc.stdout + proc.stderr)
-    return elapsed, proc.stdout, proc.returncode
-
-
-def recap_changed(stdout: str) -> dict[str, int]:
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\S+)\s*:\s*ok=\d+\s+changed=(\d+)", stdout, re.M)}
+from converged_hosts import (ROOT, container_cpu_seconds, converge, copy_kept_run_files, host_names,
+                             new_work_dir, playbook, recap_changed, remove, start, write_inventory)
 
 
 def main() -> int:
@@ -109,19 +47,11 @@ def main() -> int:
     ap.add_argument("--json", type=pathlib.Path, help="also write the figures here")
     args = ap.parse_args()
     n_max = max(args.sizes)
-    names = [f"gpufleet-scale-{i}" for i in range(1, n_max + 1)]
-    work = pathlib.Path(tempfile.mkdtemp(prefix="gpufleet-scale-"))
+    names = host_names(n_max)
+    work = new_work_dir()
     if args.reuse:
-        # The fingerprint files of the stand-in NVIDIA repositories live in the kept run's directory.
-        kept = sorted(pathlib.Path(tempfile.gettempdir()).glob("gpufleet-scale-*/fake-nvidia-repo-*.fingerprint"),
-                      key=lambda f: f.stat().st_mtime)
-        for fingerprint in kept[-n_max:]:
-            shutil.copy(fingerprint, work / fingerprint.name)
-    shutil.copytree(ROOT / "molecule" / "default" / "group_vars", work / "group_vars")
-    inventory = work / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"children": {"llm_servers": {"hosts": {
-        n: {"ansible_connection": "community.docker.docker"} for n in names}}}}}, indent=1))
-    prepare = ROOT / "molecule" / "default" / "prepare.yml"
+        copy_kept_run_files(work, names)
+    inventory = write_inventory(work, names)
     site = ROOT / "site.yml"
     figures: dict[str, float] = {}
     try:
@@ -130,11 +60,7 @@ def main() -> int:
             for name in names:
                 start(name)
             print(f"started {n_max} containers in {time.monotonic() - t0:.0f}s", flush=True)
-        for play, label in () if args.reuse else ((prepare, "prepare"), (site, "first converge")):
-            elapsed, out, rc = playbook(inventory, play, args.forks, log=work / f"{label.replace(' ', '-')}.log")
-            print(f"{label} on {n_max} hosts: {elapsed:.0f}s (rc={rc})", flush=True)
-            if rc != 0:
-                print(out[-4000:])
+            if not converge(inventory, work, n_max, args.forks):
                 return 1
         for n in sorted(args.sizes):
             limit = ",".join(names[:n])
@@ -171,7 +97,7 @@ def main() -> int:
     finally:
         if not args.keep:
             for name in names:
-                sh(["docker", "rm", "-f", name])
+                remove(name)
         print(f"logs: {work}")
 
 
