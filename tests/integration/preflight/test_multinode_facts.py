@@ -27,8 +27,10 @@ def outcome(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("multinode")
     profile = copy.deepcopy(REFERENCE["kimi-k2.5"])
     profile.update(nnodes=2, tp_size=16, dist_init_port=5123)
+    small = copy.deepcopy(REFERENCE["kimi-k2.5"])
+    small.pop("hicache", None)  # no host pool to size: the RAM of this machine passes
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-              "llm_server_models": {"big": profile, "small": REFERENCE["kimi-k2.5"]}, "llm_server_model": "big",
+              "llm_server_models": {"big": profile, "small": small}, "llm_server_model": "big",
               # RAM not read: Kimi's HiCache pool needs the production box's 512 GiB (as in corpus.yml).
               "preflight_gather_facts": False, "preflight_flag_release": "0.5.23",
               "llm_server_expected_gpu_count": 8, "llm_server_expected_compute_capability": "12.0"}
@@ -39,7 +41,7 @@ def outcome(tmp_path_factory):
         "loop-1": dict(common, ansible_host="10.0.0.21", llm_server_node_group="loop"),
         "loop-0": dict(common, ansible_host="10.0.0.20", llm_server_node_address="127.0.0.1",
                        llm_server_node_group="loop"),
-        "single": dict(common, ansible_host="10.0.0.30", llm_server_model="small"),
+        "single": dict(common, ansible_host="10.0.0.30", llm_server_model="small", preflight_gather_facts=True),
     }
     inventory = tmp / "inventory.yml"
     inventory.write_text(yaml.safe_dump({"all": {
@@ -78,6 +80,15 @@ def test_a_single_node_profile_is_rank_0_and_has_no_rendezvous(outcome):
     assert "single" not in failed, failed.get("single")
     assert int(shown["single"]["nnodes"]) == 1 and int(shown["single"]["rank"]) == 0
     assert shown["single"]["addr"] == "undefined" and shown["single"]["gpus"] == "undefined"
+
+
+def test_the_host_pass_reads_the_ram_without_hardware_facts(outcome):
+    """The setup run gathers no hardware facts now; memtotal_mb comes from the preflight module."""
+    _failed, shown, _proc = outcome
+    with open("/proc/meminfo", encoding="ascii") as meminfo:
+        kb = int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1])
+    assert int(shown["single"]["memtotal_mb"]) == kb // 1024
+    assert shown["node-a"]["memtotal_mb"] == "undefined"  # preflight_gather_facts false: not read
 
 
 def test_a_host_outside_any_group_is_refused_before_the_host_checks(outcome):
