@@ -186,6 +186,13 @@ gpu_info:
     kernel_log_source:
       description: Where the kernel log was read (a path, C(dmesg), C(journalctl)) or null.
       type: str
+    read_with:
+      description:
+        - The O(probe), O(sysfs_root) and O(procfs_root) these facts were read with, so a later task can tell
+          whether facts read earlier in the run answer its own question (the nvidia_driver role reuses the
+          preflight role's read this way instead of reading the GPUs again).
+      type: dict
+      sample: {probe: auto, sysfs_root: /sys, procfs_root: /proc}
 ansible_facts:
   description: Facts to add to the host.
   returned: always
@@ -261,6 +268,7 @@ def main():
             modinfo_license=modinfo_license)
     except GpuInfoError as exc:
         module.fail_json(msg="probe=%s: %s. Use probe: auto (falls back) or probe: sysfs." % (params["probe"], exc))
+    facts["read_with"] = {key: params[key] for key in ("probe", "sysfs_root", "procfs_root")}
     module.exit_json(changed=False, gpu_info=facts, ansible_facts={"gpu_info": facts})
 
 

@@ -46,9 +46,12 @@ options:
     type: dict
     default: {}
   memtotal_mb:
-    description: Host RAM in MiB (C(ansible_facts.memtotal_mb)); 0 skips the RAM checks.
+    description:
+      - Host RAM in MiB (C(ansible_facts.memtotal_mb)); 0 skips the RAM checks.
+      - Not given, with O(host_checks), the module reads C(MemTotal) from C(/proc/meminfo) itself (as the setup
+        module's hardware facts do) and returns it as RV(ansible_facts.memtotal_mb), so no hardware facts need
+        gathering. Not given without O(host_checks) (the controller pass), the RAM checks are skipped.
     type: int
-    default: 0
   expected_gpu_count:
     description: GPUs the host must have (C(llm_server_expected_gpu_count)); used when O(gpu_info) shows none.
     type: int
@@ -174,7 +177,25 @@ options:
       - Multi-node - GPUs of each node of the server (unknown entries null), to check C(tp_size) across nodes.
     type: list
     elements: raw
+  node_facts:
+    description:
+      - Handled by the action plugin, on the controller, before the module runs (the module itself ignores it).
+      - Works out the multi-node facts from the inventory (C(groups), C(hostvars)) - the profile's C(nnodes), this
+        host's rank in the group named by C(llm_server_node_group) (sorted by inventory name), rank 0's rendezvous
+        address (its C(llm_server_node_address), else C(ansible_host), else its name, and the profile's
+        C(dist_init_port), default 5000) and every node's C(ansible_facts.gpu_info.gpu_count) - refuses a group that
+        does not match the profile or a loopback rendezvous address, passes O(node_rank), O(dist_init_addr) and
+        O(node_gpu_counts) to the checks, and returns the facts as RV(node_facts).
+      - Needs O(profile_name) and O(profiles); incompatible with O(node_rank), O(dist_init_addr) and O(node_gpu_counts).
+    type: bool
+    default: false
 attributes:
+  action:
+    support: full
+    description:
+      - With O(host_checks=false) the checks run in the controller's own process (nothing is sent to a host, no
+        connection is opened); with O(profile_checks=false) too, as those checks read nothing from the host.
+      - Otherwise the module runs on the host.
   check_mode:
     support: full
     description: Read-only; runs the same in check mode.
@@ -201,15 +222,14 @@ EXAMPLES = r"""
     sglang_ref: "{{ sglang_build_ref | default('main') }}"
     expected_gpu_count: "{{ llm_server_expected_gpu_count | default(omit) }}"
     host_checks: false
-  delegate_to: localhost
 
 - name: Validate against the host (GPUs, RAM, disk, config.json)
   gpufleet.llm_server.sglang_preflight:
     profile_name: "{{ llm_server_model }}"
     profiles: "{{ llm_server_models }}"
     gpu_info: "{{ ansible_facts.gpu_info | default({}) }}"
-    memtotal_mb: "{{ ansible_facts.memtotal_mb | default(0) }}"
     api_key_set: "{{ llm_server_api_key | default('') | length > 0 }}"
+    node_facts: true
 
 - name: Re-check against the installed release and get the argv for the unit
   gpufleet.llm_server.sglang_preflight:
@@ -275,6 +295,24 @@ flags_checked:
   description: Whether the argv was checked against real flag definitions.
   returned: always
   type: bool
+ansible_facts:
+  description: Facts read on the host.
+  returned: success
+  type: dict
+  contains:
+    memtotal_mb:
+      description: Host RAM in MiB (C(MemTotal) of C(/proc/meminfo) // 1024), when O(memtotal_mb) was not given.
+      returned: when O(host_checks) and O(memtotal_mb) is not given
+      type: int
+node_facts:
+  description:
+    - The multi-node facts (with O(node_facts)), named as the collection-wide variables the preflight role sets from
+      them - C(llm_server_nnodes), and C(llm_server_node_rank) (0 for a single-node profile); with C(nnodes) > 1
+      also C(llm_server_dist_init_addr) and C(llm_server_node_gpu_counts).
+  returned: when O(node_facts=true)
+  type: dict
+  sample: {llm_server_nnodes: 2, llm_server_node_rank: 1, llm_server_dist_init_addr: "10.0.0.11:5000",
+           llm_server_node_gpu_counts: [8, 8]}
 unit_name:
   description: systemd unit name for the profile.
   returned: always
@@ -282,183 +320,18 @@ unit_name:
   sample: sglang-qwen3.5-397b-nvfp4.service
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight import (
-    ERROR, WARNING, Context, format_problem, load_table, read_disk, read_model_config, validate)
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
-    RenderError, check_rendered, systemd_quote, unit_args)
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import (
-    EXACT, RELEASES, release_table, resolve_release)
-
-FLAG_SOURCE = "plugins/module_utils/sglang_release_table.py (generated from PyPI releases)"
-
-
-def _note(severity, variable, value, reason, fix):
-    return {"rule": "flag-source", "severity": severity, "variable": variable, "value": value, "reason": reason,
-            "fix": fix, "source": FLAG_SOURCE}
-
-
-def pick_table(p):
-    """(table, version, flags_error, match, flags_from, notes) for the SGLang that will run."""
-    notes = []
-    if p["sglang_dir"] and (os.path.exists(p["sglang_dir"]) or not p["sglang_dir_optional"]):
-        table, version, error = load_table(p["sglang_dir"])
-        return table, version, error, EXACT, "tree %s" % p["sglang_dir"], notes
-    wanted = (p["flag_release"] or "auto").strip()
-    if wanted.lower() == "none":
-        return None, None, None, EXACT, None, notes
-    if wanted.lower() == "auto":
-        release, match = resolve_release(p["sglang_ref"])
-        if release is None:
-            notes.append(_note(ERROR, "sglang_build_ref", p["sglang_ref"],
-                               "is older than every release in the collection's flag table (%s-%s)"
-                               % (RELEASES[0], RELEASES[-1]),
-                               "build a release from %s on, or set preflight_flag_release: none to skip the flag "
-                               "checks before the build" % RELEASES[0]))
-            return None, None, None, EXACT, None, notes
-        if match != EXACT:
-            how = {"branch": "is a branch or commit, not a release",
-                   "newer": "is newer than the newest release in the collection's flag table",
-                   "nearest-older": "is not in the collection's flag table"}[match]
-            notes.append(_note(WARNING, "sglang_build_ref", p["sglang_ref"],
-                               "%s: flags checked against SGLang %s%s; sglang_service checks again against the built tree"
-                               % (how, release, "" if match == "nearest-older" else " (the newest tabulated release)"),
-                               "pin sglang_build_ref to a release tag (e.g. v%s) for an exact check before the build; "
-                               "after a new SGLang release run scripts/generate-sglang-release-table.py --add X.Y.Z"
-                               % RELEASES[-1]))
-    else:
-        release, match = wanted.lstrip("v"), EXACT
-        if release not in RELEASES:
-            notes.append(_note(ERROR, "preflight_flag_release", wanted,
-                               "is not a release in the collection's flag table",
-                               "use one of %s, 'auto' (from sglang_build_ref) or 'none'" % ", ".join(RELEASES)))
-            return None, None, None, EXACT, None, notes
-    return release_table(release), release, None, match, "release table", notes
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_run import ARGUMENT_SPEC, run
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            profile_name=dict(type="raw"),
-            profiles=dict(type="raw"),
-            gpu_info=dict(type="dict", default={}),
-            memtotal_mb=dict(type="int", default=0),
-            expected_gpu_count=dict(type="int"),
-            expected_compute_capability=dict(type="str"),
-            sglang_dir=dict(type="path"),
-            sglang_dir_optional=dict(type="bool", default=False),
-            sglang_version=dict(type="str"),
-            sglang_ref=dict(type="str", default="main"),
-            flag_release=dict(type="str", default="auto"),
-            api_key_set=dict(type="bool", default=False),
-            secrets=dict(type="dict", default={}, no_log=True),
-            secret_env=dict(type="dict", default={}, no_log=True),
-            profile_checks=dict(type="bool", default=True),
-            host_checks=dict(type="bool", default=True),
-            read_model_config=dict(type="bool", default=True),
-            disk_check=dict(type="bool", default=True),
-            disk_margin_gb=dict(type="float", default=20),
-            inventory_hostname=dict(type="str"),
-            host_address=dict(type="raw"),
-            placeholder_markers=dict(type="list", elements="str", default=[]),
-            inventory_dir=dict(type="str"),
-            unit_settings=dict(type="dict", default={}),
-            base_env=dict(type="dict", default={}),
-            extra_env=dict(type="dict", default={}),
-            fail_on_warnings=dict(type="bool", default=False),
-            already_reported=dict(type="list", elements="str", default=[]),
-            node_rank=dict(type="int"),
-            dist_init_addr=dict(type="str"),
-            node_gpu_counts=dict(type="list", elements="raw"),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    table, version, flags_error, match, flags_from, notes = pick_table(p)
-    if p["sglang_version"] and p["sglang_dir"]:
-        version = p["sglang_version"]
-        if table is not None:
-            table.version = version
-    profiles, name = p["profiles"], p["profile_name"]
-    profile = profiles.get(name) if isinstance(profiles, dict) and isinstance(name, str) else None
-    model_config, disk = {}, None
-    if p["host_checks"] and isinstance(profile, dict) and isinstance(profile.get("model_path"), str):
-        if p["read_model_config"]:
-            model_config = read_model_config(profile["model_path"])
-        if p["disk_check"]:
-            disk = read_disk(profile["model_path"], p["disk_margin_gb"], profile.get("hub_repo"),
-                             str(profile.get("hub_revision") or "main"))
-    facts = dict(p["gpu_info"] or {})
-    facts["memtotal_mb"] = p["memtotal_mb"]
-    inventory = None
-    if p["inventory_hostname"]:
-        inventory = {"hostname": p["inventory_hostname"], "placeholder_markers": p["placeholder_markers"],
-                     "inventory_dir": p["inventory_dir"]}
-        if p["host_address"] is not None:
-            inventory["host_address"] = p["host_address"]
-    ctx = Context(name, profiles, facts=facts, table=table, version=version,
-                  api_key_set=p["api_key_set"], model_config=model_config,
-                  expected_gpu_count=p["expected_gpu_count"], flags_error=flags_error,
-                  node={"node_rank": p["node_rank"], "dist_init_addr": p["dist_init_addr"],
-                        "gpu_counts": p["node_gpu_counts"]},
-                  inventory=inventory, secrets=p["secrets"], secret_env=p["secret_env"], unit_settings=p["unit_settings"],
-                  extra_env=p["extra_env"], expected_compute_capability=p["expected_compute_capability"],
-                  disk=disk, release_match=match, release_ref=p["sglang_ref"], flags_from=flags_from,
-                  base_env=p["base_env"])
-    result = validate(ctx, only=None if p["profile_checks"] else ("inventory",))
-    errors = [n for n in notes if n["severity"] == ERROR] + result["errors"]
-    # The note that a branch was checked against the newest release matters for a profile that passes;
-    # a refused run carries it in the messages it applies to.
-    warnings = [n for n in notes if n["severity"] == WARNING and not errors] + result["warnings"]
-    if p["fail_on_warnings"]:
-        errors, warnings = errors + warnings, []
-    service_env = {}
-    for part in (p["base_env"], result["env"], p["extra_env"]):
-        service_env.update({str(k): str(v) for k, v in (part or {}).items()})
-    exec_start_args = ""
-    if not errors:
-        try:  # defence in depth: the renderer refuses control characters itself
-            check_rendered({"argv": result["argv"], "env": service_env})
-            exec_start_args = systemd_quote(unit_args(result["argv"]))
-        except RenderError as exc:
-            errors.append({"rule": "control-characters", "severity": ERROR, "variable": "(rendered unit)",
-                           "value": None, "reason": "the renderer refused: %s" % exc,
-                           "fix": "remove the control character from the variable it came from",
-                           "source": "sglang_preflight_render.check_rendered"})
-    out = dict(
-        changed=False,
-        argv=result["argv"],
-        exec_start_args=exec_start_args,
-        env=result["env"],
-        service_env=service_env,
-        errors=errors,
-        warnings_found=warnings,
-        sglang_version=version,
-        flag_source=(table.origin if table is not None else None),
-        release_match=match,
-        flag_layout=table.layout if table is not None else None,
-        flags_checked=table is not None,
-        unit_name="sglang-%s.service" % name if isinstance(name, str) else None,
-        model_config_read=bool(model_config),
-    )
-    already = set(p["already_reported"] or [])
-    for warning in warnings:
-        text = format_problem(warning)
-        if text not in already:
-            module.warn(text)
-    out["reported"] = [format_problem(w) for w in warnings]
-    if errors:
-        lines = [format_problem(e) for e in errors]
-        where = p["inventory_hostname"] or "this host"
-        title = "%s, profile '%s'" % (where, name) if isinstance(name, str) and name else where
-        # The problems are the answer; the rendered argv of a refused profile would only bury them.
-        for key in ("argv", "env", "service_env", "exec_start_args"):
-            out.pop(key)
-        module.fail_json(msg="Preflight refused %s: %d problem(s), nothing was changed:%s%s"
-                         % (title, len(errors), os.linesep, os.linesep.join(lines)), **out)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    out, warnings, failure = run(module.params)
+    for text in warnings:
+        module.warn(text)
+    if failure:
+        module.fail_json(msg=failure, **out)
     module.exit_json(**out)
 
 
