@@ -17,6 +17,10 @@ mkdir -p "$logs" && rm -f "$logs"/*.log
 stages=${STAGES:-"lint sanity unit build molecule"}
 export GPUFLEET_MOLECULE_IMAGE=${GPUFLEET_MOLECULE_IMAGE:-gpufleet/debian12-systemd:latest}
 export GPUFLEET_MOLECULE_IMAGE_TRIXIE=${GPUFLEET_MOLECULE_IMAGE_TRIXIE:-gpufleet/debian13-systemd:latest}
+# Scenarios of two runs on one Docker engine (a worktree, test-cold beside a normal run) start containers of
+# the same names: each scenario takes this lock, so they take turns (a default scenario of another checkout
+# removed this run's container mid-task: "Module result deserialization failed"). Empty: no lock.
+export GPUFLEET_MOLECULE_LOCK=${GPUFLEET_MOLECULE_LOCK-/tmp/gpufleet-molecule.lock}
 declare -A status elapsed
 start_all=$SECONDS
 

@@ -17,6 +17,8 @@ import re
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_multinode import as_int
+
 # Variables of the old single-checkout layout of sglang_build (not in its argument spec any more).
 SGLANG_BUILD_FORMER_VARIABLES = ("sglang_build_checkout_dir", "sglang_build_install_mode", "sglang_build_verify_import")
 
@@ -45,17 +47,6 @@ def _type_name(value):
         if isinstance(value, kind):
             return kind.__name__
     return type(value).__name__
-
-
-def _as_int(value):
-    """Jinja's `| int`: 0 for what is not a number."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
 
 
 def _names(entries, key):
@@ -154,7 +145,7 @@ def sglang_build_rules(v):
         and _match("/", state_file)
         and _match("/", known_good)
         and (not v["sglang_build_venv_create"] or os.path.basename(os.path.dirname(str(python))) == "bin")
-        and _as_int(keep) >= 1
+        and as_int(keep) >= 1
     )
     if not usable:
         out.append(

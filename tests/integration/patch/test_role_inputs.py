@@ -19,14 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 ROLE_INPUTS = "Check the role's variables"
 
 
-def run(tmp_path, role, variables, check=True):
-    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-    playbook = [{"name": "inputs", "hosts": "localhost", "gather_facts": False,
-                 "vars": dict(variables, ansible_python_interpreter=python,
-                              # the restart-pending marker (issue 17) in the test directory, never /var/lib here
-                              sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending"),
-                              model_download_restart_marker=str(tmp_path / "restart-pending")),
-                 "roles": [{"role": "gpufleet.llm_server." + role}]}]
+def run_playbook(tmp_path, playbook, check):
+    """Run PLAYBOOK (a list of plays) on localhost with the json callback: (rc, [(task name, host result), ...])."""
     (tmp_path / "play.yml").write_text(json.dumps(playbook))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
@@ -35,9 +29,19 @@ def run(tmp_path, role, variables, check=True):
                            "-c", "local", *(["--check"] if check else []), str(tmp_path / "play.yml")],
                           capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
     out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    failed = [(t["task"]["name"], h) for p in out["plays"] for t in p["tasks"]
-              for h in t["hosts"].values() if h.get("failed")]
-    return proc.returncode, failed
+    return proc.returncode, [(t["task"]["name"], h) for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+
+
+def run(tmp_path, role, variables, check=True):
+    python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+    playbook = [{"name": "inputs", "hosts": "localhost", "gather_facts": False,
+                 "vars": dict(variables, ansible_python_interpreter=python,
+                              # the restart-pending marker (issue 17) in the test directory, never /var/lib here
+                              sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending"),
+                              model_download_restart_marker=str(tmp_path / "restart-pending")),
+                 "roles": [{"role": "gpufleet.llm_server." + role}]}]
+    rc, results = run_playbook(tmp_path, playbook, check)
+    return rc, [(name, host) for name, host in results if host.get("failed")]
 
 
 @pytest.mark.parametrize(
@@ -94,15 +98,7 @@ def run_plays(tmp_path, plays, check=True):
                  "vars": dict(play.get("vars", {}), ansible_python_interpreter=python,
                               sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending")),
                  "tasks": play["tasks"]} for number, play in enumerate(plays)]
-    (tmp_path / "play.yml").write_text(json.dumps(playbook))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", *(["--check"] if check else []), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return proc.returncode, [(t["task"]["name"], h) for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values()]
+    return run_playbook(tmp_path, playbook, check)
 
 
 def test_every_problem_of_every_role_in_one_failure(tmp_path):
