@@ -19,6 +19,8 @@ No I/O here: module_utils/nvidia_driver_state.py reads the host.
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import re
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
@@ -182,6 +184,90 @@ def fast_keep(packages, wanted, first, leave, version_from, branch, version, upg
         "holds_missing": sorted(set(hold_names) - held) if hold_lock else [],
         "holds_extra": [] if hold_lock else sorted(set(stack) & held),
     }
+
+
+# -- the keep record (the stored judgement of apt) ---------------------------------------------------
+# The fast keep decides from dpkg alone; what dpkg cannot know is how apt would resolve the same request against
+# the current indexes and preferences (the candidates' relations, see fast_keep). The role therefore stores, after a
+# real apt run whose result the fast keep reproduces, the request, the index signature and the stack apt left; the
+# fast path is taken only while all of them are unchanged. A cache of apt's judgement, not configuration.
+KEEP_RECORD_FORMAT = 1
+
+
+def index_signature(lists_entries, apt_files):
+    """One digest of what apt resolves with: the index files (host_state.lists_entries: name, size, mtime_ns) and
+    the apt configuration that selects and ranks them (apt_files: {path: bytes or None}, the sources and preference
+    files). Any `apt-get update` that fetched something, any source or pin change, changes it."""
+    digest = hashlib.sha256(hs.apt_lists_signature(lists_entries).encode("ascii"))
+    for path in sorted(apt_files):
+        content = apt_files[path]
+        digest.update(("\0%s\0%s\0" % (path, "-" if content is None else len(content))).encode("utf-8"))
+        digest.update(content or b"")
+    return digest.hexdigest()
+
+
+def keep_request(source, distribution, branch, version, flavor, profile, kernel_modules, wanted, first, leave,
+                 version_from):
+    """What the role asked apt for: every input of apt_transaction's plan other than the host's own state."""
+    return {"source": source, "distribution": distribution, "branch": str(branch), "version": version or "",
+            "flavor": flavor, "profile": profile, "kernel_modules": kernel_modules, "wanted": list(wanted),
+            "install_first": list(first), "leave": list(leave), "version_from": version_from}
+
+
+def keep_record(request, signature, packages, driver_version):
+    """The JSON document the apt path stores (no secrets: package names, versions, a digest)."""
+    return {"format": KEEP_RECORD_FORMAT, "request": request, "index_signature": signature,
+            "packages": [{"name": p["name"], "version": p["version"]} for p in packages],
+            "driver_version": driver_version}
+
+
+def parse_keep_record(text):
+    """The stored record, or None when absent, unreadable or of another format (then apt plans)."""
+    if not text:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("format") != KEEP_RECORD_FORMAT:
+        return None
+    return record
+
+
+def keep_record_reasons(stored, request, signature, packages, driver_version):
+    """Why the stored record does not vouch for this run's fast keep ([] when it does)."""
+    if stored is None:
+        return ["no stored apt judgement for this host (first run, or the last apt run did not agree with dpkg)"]
+    reasons = []
+    old = stored.get("request") or {}
+    changed = sorted(key for key in set(old) | set(request) if old.get(key) != request.get(key))
+    if changed:
+        reasons.append("the request changed since apt last agreed (%s)" % ", ".join(changed))
+    if stored.get("index_signature") != signature:
+        reasons.append("the apt indexes, sources or preferences changed since apt last agreed")
+    if stored.get("packages") != [{"name": p["name"], "version": p["version"]} for p in packages] \
+            or stored.get("driver_version") != driver_version:
+        reasons.append("the installed driver stack is not the one apt left")
+    return reasons
+
+
+def recordable_reasons(keep, apt_packages, apt_driver_version):
+    """After a real apt run: the record may be stored only when the fast keep, read from dpkg now, keeps exactly
+    what apt reports it left. Otherwise ([] is the agreeing case) the record is removed and apt plans every run."""
+    reasons = ["the fast keep would not keep: " + "; ".join(keep["reasons"])] if keep["reasons"] else []
+    apt_stack = [{"name": p["name"], "version": p["version"]} for p in apt_packages]
+    if keep["packages"] != apt_stack:
+        reasons.append("dpkg's closure gives the stack %s, apt left %s" % (
+            " ".join("%s=%s" % (p["name"], p["version"]) for p in keep["packages"]) or "(none)",
+            " ".join("%s=%s" % (p["name"], p["version"]) for p in apt_stack) or "(none)"))
+    if keep["driver_version"] != apt_driver_version:
+        reasons.append("dpkg gives driver %s, apt %s" % (keep["driver_version"] or "(none)", apt_driver_version or "(none)"))
+    return reasons
+
+
+def fast_path(keep, record_reasons, upgrade, packages_unknowable):
+    """The role's decision: skip apt only when every condition holds."""
+    return bool(keep["keep"]) and not record_reasons and not upgrade and not packages_unknowable
 
 
 # -- host facts ------------------------------------------------------------------------------------

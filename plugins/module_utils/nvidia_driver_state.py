@@ -13,6 +13,7 @@ against a tree in tmp_path): read(path) -> bytes|None, stat(path) -> os.stat_res
 from __future__ import annotations
 
 import os
+import re
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
@@ -102,13 +103,26 @@ def verification(io, params, gpu_info):
                        smi, installed, installed_from)
 
 
-def read_state(params, io):
-    """-> the module's result (without `changed`). Raises rules.RulesError on package data it cannot use."""
-    gpu_info = params["gpu_info"] or {}
-    if params["mode"] == "verify":
-        checks = verification(io, params, gpu_info)
-        return {"verification": checks, "failed": rules.failed_message(params["inventory_hostname"], checks)}
+APT_CONFIG_FILES = ("/etc/apt/sources.list", "/etc/apt/preferences")
+APT_CONFIG_DIRS = ("/etc/apt/sources.list.d",)
 
+
+def _apt_files(io, preferences_dir):
+    """{path: bytes or None} of the sources and preference files apt resolves with (both directories listed)."""
+    files = {path: io.read(path) for path in APT_CONFIG_FILES}
+    for directory in APT_CONFIG_DIRS + (preferences_dir,):
+        try:
+            names = sorted(os.listdir(io.path(directory)))
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.join(directory, name)
+            files[path] = io.read(path)
+    return files
+
+
+def _packages(params, io):
+    """dpkg's view of the driver packages: (packages, installed, wanted, first, keep, signature, request)."""
     entry = rules.select_entry(params["package_data"], params["source"], params["distribution"], params["branch"])
     status_text = io.read(hs.DPKG_STATUS)
     packages = hs.parse_dpkg_status_file(status_text.decode("utf-8", "replace") if status_text else "")
@@ -117,14 +131,46 @@ def read_state(params, io):
                                               params["distribution_version"], installed)
     wanted = rules.wanted_packages(entry, params["flavor"], params["profile"], params["kernel_modules"], kernel_flavor)
     first = rules.install_first(entry, params["version"], params["version_pin_prefix"])
+    leave = rules.leave_patterns(params["package_data"], params["distribution"])
     preferences_dir = params["preferences_dir"]
     on_disk = {name: io.read(os.path.join(preferences_dir, name)) for name in params["preferences"]}
-    signature = hs.apt_lists_signature(hs.lists_entries(io.path("/var/lib/apt/lists")))
-    keep = rules.fast_keep(packages, wanted, first, rules.leave_patterns(params["package_data"], params["distribution"]),
-                           params["version_from"], params["branch"], params["version"], params["upgrade"],
-                           entry["lock"] == "hold" and params["hold"], rules.stack_re(entry), params["preferences"],
-                           on_disk, signature, params["agreed_index_signature"])
+    signature = rules.index_signature(hs.lists_entries(io.path("/var/lib/apt/lists")), _apt_files(io, preferences_dir))
+    keep = rules.fast_keep(packages, wanted, first, leave, params["version_from"], params["branch"], params["version"],
+                           params["upgrade"], entry["lock"] == "hold" and params["hold"], rules.stack_re(entry),
+                           params["preferences"], on_disk, signature, params["agreed_index_signature"])
     keep["plan"] = "keep" if keep["keep"] else rules.PLAN_WITH_APT
+    request = rules.keep_request(params["source"], params["distribution"], params["branch"], params["version"],
+                                 params["flavor"], params["profile"], params["kernel_modules"], wanted, first, leave,
+                                 params["version_from"])
+    return packages, installed, wanted, first, keep, signature, request
+
+
+def record_state(params, io):
+    """mode=record, after a real apt run: the record to store (or None) and why not. Nothing is written here."""
+    _dpkg, _installed, _wanted, _first, keep, signature, request = _packages(params, io)
+    reasons = rules.recordable_reasons(keep, params["apt_packages"], params["apt_driver_version"])
+    record = None if reasons else rules.keep_record(request, signature, keep["packages"], keep["driver_version"])
+    return {"record": record, "record_reasons": reasons, "index_signature": signature}
+
+
+def read_state(params, io):
+    """-> the module's result (without `changed`). Raises rules.RulesError on package data it cannot use."""
+    gpu_info = params["gpu_info"] or {}
+    if params["mode"] == "record":
+        return record_state(params, io)
+    if params["mode"] == "verify":
+        checks = verification(io, params, gpu_info)
+        return {"verification": checks, "failed": rules.failed_message(params["inventory_hostname"], checks)}
+
+    _dpkg, installed, wanted, first, keep, signature, request = _packages(params, io)
+    stack = rules.stack_re(rules.select_entry(params["package_data"], params["source"], params["distribution"],
+                                              params["branch"]))
+    preferences_dir = params["preferences_dir"]
+    stored = rules.parse_keep_record(io.read(params["keep_record"])) if params["keep_record"] else None
+    record_reasons = rules.keep_record_reasons(stored, request, signature, keep["packages"], keep["driver_version"]) \
+        if params["keep_record"] else []
+    keep["record_reasons"] = record_reasons
+    fast = rules.fast_path(keep, record_reasons, params["upgrade"], False) if params["keep_record"] else False
 
     files = _file_reasons(io, params["files"])
     directories = _directory_reasons(io, params["directories"])
@@ -144,10 +190,11 @@ def read_state(params, io):
                  + [{"kind": "file", "name": spec["path"]} for spec in params["files"]]
                  + [{"kind": "directory", "name": spec["path"]} for spec in params["directories"]]
                  + [{"kind": "file", "name": os.path.join(preferences_dir, name)} for name in params["preferences"]]
+                 + ([{"kind": "file", "name": params["keep_record"]}] if params["keep_record"] else [])
                  + ([{"kind": "service", "name": "nvidia-persistenced"}] if params["persistenced"] else []))
     return {
         "needs": {
-            "packages": not keep["keep"],
+            "packages": not (fast if params["keep_record"] else keep["keep"]),
             "holds": bool(keep["holds_missing"] or keep["holds_extra"]),
             "files": sorted(files),
             "directories": sorted(directories),
@@ -158,9 +205,11 @@ def read_state(params, io):
         "reasons": {"files": files, "directories": directories, "repository": repository, "persistenced": persistenced,
                     "headers": ["not installed: %s" % name for name in headers_missing], "packages": keep["reasons"]},
         "keep": keep,
+        "fast_keep": fast,
         "index_signature": signature,
         "wanted": wanted,
         "install_first": first,
+        "installed_stack_names": sorted(name for name in installed if re.search(stack, name)),
         "reboot_reasons": rules.reboot_reasons(gpu_info, installed_version, params["flavor"],
                                                bool(options_file) and options_file in files),
         "secure_boot_on": rules.secure_boot_on(params["secure_boot"], efivar),

@@ -19,16 +19,21 @@ description:
     without apt, when every condition of the fast keep holds (see
     C(plugins/module_utils/nvidia_driver_rules.py) C(fast_keep)); otherwise RV(keep.plan) is
     V(plan with apt) and the role plans with M(gpufleet.llm_server.apt_transaction) as before.
+  - With O(keep_record), also compares the record the role stores after an apt run that agreed (the request, the
+    index signature and the stack apt left); RV(fast_keep) is true only when the fast keep holds and the record
+    vouches for it, and then the role runs no apt at all.
+  - With O(mode=record) (after a real apt run), writes that record to O(keep_record) when the fast keep, read from
+    dpkg now, reproduces exactly the stack apt reports in O(apt_packages) and O(apt_driver_version); otherwise
+    removes it, so that apt plans on every run. This is the only mode that changes anything on the host.
   - With O(mode=verify), judges the loaded driver instead (the checks of the role's C(verify.yml)), running
     C(nvidia-smi) and, when O(installed_version) is not given, C(dpkg-query) for the package shipping it.
-  - Not wired into the nvidia_driver role yet (issue 20, step 7).
 author:
   - gpufleet maintainers (@gpufleet)
 options:
   mode:
-    description: V(state) reads what the role manages; V(verify) judges the loaded driver.
+    description: V(state) reads what the role manages; V(record) stores the keep record; V(verify) judges the loaded driver.
     type: str
-    choices: [state, verify]
+    choices: [state, record, verify]
     default: state
   package_data:
     description: The role's merged package data, C(source -> distribution -> branch -> entry) (C(__nvidia_driver_data)).
@@ -109,6 +114,20 @@ options:
         indexes changed since, RV(keep) says V(plan with apt) (the candidates' relations may differ from the
         installed ones', which dpkg cannot know).
     type: str
+  keep_record:
+    description:
+      - The JSON file where the role keeps apt's last agreeing judgement (root-owned, mode 0644, no secrets). Read
+        in O(mode=state), written or removed in O(mode=record). Omitted, RV(fast_keep) is always false.
+    type: path
+  apt_packages:
+    description: With O(mode=record), the C(packages) apt_transaction returned after installing (name, version).
+    type: list
+    elements: dict
+    default: []
+  apt_driver_version:
+    description: With O(mode=record), the C(driver_version) apt_transaction returned after installing.
+    type: str
+    default: ""
   files:
     description:
       - Managed files, compared as M(ansible.builtin.template) would, by bytes, mode and owner/group names.
@@ -211,10 +230,12 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Read-only; runs the same in check mode.
+    description: Read-only in O(mode=state) and O(mode=verify), which run the same in check mode; O(mode=record) writes nothing in check mode.
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to diff; the writers the role runs on RV(needs) show theirs.
+    description: >-
+      Changes nothing but the keep record (a cache of apt's judgement, not configuration), so there is nothing to
+      diff; the writers the role runs on RV(needs) show theirs.
   platform:
     support: full
     platforms: debian
@@ -227,6 +248,19 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Store apt's judgement after an apt run (the next no-op skips apt while it holds)
+  gpufleet.llm_server.nvidia_driver_state:
+    mode: record
+    keep_record: /var/lib/gpufleet/nvidia-driver-keep.json
+    package_data: "{{ __nvidia_driver_data }}"
+    source: "{{ nvidia_driver_source }}"
+    distribution: "{{ nvidia_driver_distribution }}"
+    branch: "{{ nvidia_driver_branch | string }}"
+    kernel_release: "{{ ansible_facts.kernel }}"
+    apt_packages: "{{ __nvidia_driver_install.packages }}"
+    apt_driver_version: "{{ __nvidia_driver_install.driver_version }}"
+  changed_when: false
+
 - name: Read the driver host's state
   gpufleet.llm_server.nvidia_driver_state:
     package_data: "{{ __nvidia_driver_data }}"
@@ -261,7 +295,7 @@ needs:
   type: dict
   contains:
     packages:
-      description: The fast keep did not hold; plan with apt.
+      description: Plan with apt (the fast keep did not hold or, with O(keep_record), the record does not vouch for it).
       type: bool
     holds:
       description: Holds to add or release.
@@ -289,6 +323,19 @@ reasons:
   returned: mode is state
   type: dict
   sample: {files: {/etc/modprobe.d/gpufleet-nvidia.conf: [content differs]}, packages: []}
+fast_keep:
+  description: The fast keep holds and O(keep_record) vouches for it (the request, indexes and stack apt agreed on are unchanged).
+  returned: mode is state
+  type: bool
+record:
+  description: With O(mode=record), the record written, or null when it was removed.
+  returned: mode is record
+  type: dict
+record_reasons:
+  description: With O(mode=record), why no record could be stored (empty when it was).
+  returned: mode is record
+  type: list
+  elements: str
 keep:
   description: The fast keep decision.
   returned: mode is state
@@ -319,13 +366,24 @@ keep:
       description: Held stack packages to release (no hold lock).
       type: list
       elements: str
+    record_reasons:
+      description: Why O(keep_record) does not vouch for the fast keep (empty when it does, or without O(keep_record)).
+      type: list
+      elements: str
   sample: {keep: true, plan: keep, reasons: [], driver_version: "580.173.02", holds_missing: [], holds_extra: []}
 index_signature:
-  description: Digest of the apt index files (names, sizes, mtimes); pass it back as O(agreed_index_signature).
-  returned: mode is state
+  description: >-
+    Digest of the apt index files (names, sizes, mtimes) and of the sources and preference files; pass it back as
+    O(agreed_index_signature), or let O(keep_record) keep it.
+  returned: mode is state or mode is record
   type: str
 wanted:
   description: The packages the role asks apt for.
+  returned: mode is state
+  type: list
+  elements: str
+installed_stack_names:
+  description: The installed packages matching the branch's stack patterns (what dpkg can hold now, also in check mode).
   returned: mode is state
   type: list
   elements: str
@@ -363,7 +421,13 @@ failed:
   type: str
 """
 
+import json
+import os
+import tempfile
+
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.host_state import read_file
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.nvidia_driver_rules import RulesError
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.nvidia_driver_state import HostIO, read_state
@@ -375,7 +439,7 @@ PATH_SPEC = dict(path=dict(type="path", required=True), mode=dict(type="str"), o
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", default="state", choices=["state", "verify"]),
+            mode=dict(type="str", default="state", choices=["state", "record", "verify"]),
             package_data=dict(type="dict", default={}),
             source=dict(type="str", default="nvidia"),
             distribution=dict(type="str", default=""),
@@ -394,6 +458,9 @@ def main():
             preferences=dict(type="dict", default={}),
             preferences_dir=dict(type="path", default="/etc/apt/preferences.d"),
             agreed_index_signature=dict(type="str"),
+            keep_record=dict(type="path"),
+            apt_packages=dict(type="list", elements="dict", default=[]),
+            apt_driver_version=dict(type="str", default=""),
             files=dict(type="list", elements="dict", default=[], options=dict(PATH_SPEC, content=dict(type="str"))),
             directories=dict(type="list", elements="dict", default=[], options=PATH_SPEC),
             repository_files=dict(type="list", elements="path", default=[]),
@@ -412,6 +479,7 @@ def main():
             expected_gpu_count=dict(type="int", default=0),
         ),
         supports_check_mode=True,
+        required_if=[("mode", "record", ("keep_record",))],
     )
 
     def run(argv):
@@ -426,7 +494,38 @@ def main():
         module.fail_json(msg=str(exc))
     except ValueError as exc:
         module.fail_json(msg="nvidia_driver_state: %s. Give file and directory modes as octal strings such as '0644'." % exc)
+    if module.params["mode"] == "record":
+        result["changed"] = store_record(module, module.params["keep_record"], result["record"])
+        module.exit_json(**result)
     module.exit_json(changed=False, **result)
+
+
+def store_record(module, path, record):
+    """Write the record atomically (root, 0644), or remove it when None; True when the file changed."""
+    current = read_file(path)
+    wanted = None if record is None else (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    if current == wanted:
+        return False
+    if module.check_mode:
+        return True
+    if wanted is None:
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            module.fail_json(msg="nvidia_driver_state: cannot remove the stale keep record %s: %s" % (path, exc))
+        return True
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".nvidia-driver-keep.")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(wanted)
+        os.chmod(tmp, 0o644)
+    except OSError as exc:
+        module.fail_json(msg="nvidia_driver_state: cannot write the keep record %s: %s. The driver is installed; "
+                             "only the next run's fast keep is lost (apt plans again)." % (path, exc))
+    module.atomic_move(tmp, path)
+    return True
 
 
 if __name__ == "__main__":

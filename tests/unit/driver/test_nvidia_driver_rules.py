@@ -304,3 +304,66 @@ def test_judge_vfio_gpus_are_not_expected_and_no_gpu_fails():
     # expected 0 GPUs: the count check fails rather than passing on an empty host
     assert checks["gpu_count"]["status"] == "fail"
     assert "expected 0" in checks["gpu_count"]["detail"]
+
+
+# -- the keep record (apt's stored judgement) ---------------------------------------------------------
+def _request(**overrides):
+    base = dict(source="ubuntu", distribution="ubuntu2404", branch="580", version="", flavor="open", profile="compute",
+                kernel_modules="dkms", wanted=["nvidia-headless-580-open", "nvidia-utils-580"], first=[],
+                leave=["nvidia-*-580"], version_from=VERSION_FROM)
+    base.update(overrides)
+    return rules.keep_request(**base)
+
+
+STACK = [{"name": "nvidia-utils-580", "version": UBUNTU_580_V}]
+
+
+def test_a_record_vouches_only_for_the_same_request_indexes_and_stack():
+    record = rules.keep_record(_request(), "sig", STACK, "580.173.02")
+    stored = rules.parse_keep_record(__import__("json").dumps(record))
+    assert rules.keep_record_reasons(stored, _request(), "sig", STACK, "580.173.02") == []
+    assert rules.keep_record_reasons(None, _request(), "sig", STACK, "580.173.02")[0].startswith("no stored apt judgement")
+    assert rules.keep_record_reasons(stored, _request(branch="595", wanted=["x"]), "sig", STACK, "580.173.02") == [
+        "the request changed since apt last agreed (branch, wanted)"]
+    assert rules.keep_record_reasons(stored, _request(), "other", STACK, "580.173.02") == [
+        "the apt indexes, sources or preferences changed since apt last agreed"]
+    moved = [{"name": "nvidia-utils-580", "version": "580.159.03-0ubuntu0.24.04.1"}]
+    assert rules.keep_record_reasons(stored, _request(), "sig", moved, "580.159.03") == [
+        "the installed driver stack is not the one apt left"]
+
+
+@pytest.mark.parametrize("text", [None, b"", b"not json", b"[]", b'{"format": 0}'])
+def test_an_unreadable_or_foreign_record_is_no_record(text):
+    assert rules.parse_keep_record(text) is None
+
+
+def test_the_index_signature_follows_lists_sources_and_preferences():
+    lists = [("a_Packages", 10, 1)]
+    apt = {"/etc/apt/sources.list.d/x.sources": b"Types: deb\n", "/etc/apt/preferences.d/p": None}
+    base = rules.index_signature(lists, apt)
+    assert rules.index_signature(list(lists), dict(apt)) == base
+    assert rules.index_signature([("a_Packages", 10, 2)], apt) != base  # apt-get update fetched it again
+    assert rules.index_signature(lists, dict(apt, **{"/etc/apt/preferences.d/p": b"Pin: version 1\n"})) != base
+    assert rules.index_signature(lists, dict(apt, **{"/etc/apt/preferences.d/p": b""})) != base  # empty != absent
+    assert rules.index_signature(lists, {"/etc/apt/sources.list.d/x.sources": b"Types: deb\n"}) != base
+
+
+def test_the_record_is_stored_only_when_dpkg_reproduces_what_apt_left():
+    keep = {"reasons": [], "packages": STACK, "driver_version": "580.173.02"}
+    assert rules.recordable_reasons(keep, STACK, "580.173.02") == []
+    assert rules.recordable_reasons(dict(keep, reasons=["not installed: x"]), STACK, "580.173.02") == [
+        "the fast keep would not keep: not installed: x"]
+    more = STACK + [{"name": "nvidia-modprobe", "version": "595.71.05-1ubuntu1"}]
+    assert rules.recordable_reasons(keep, more, "580.173.02")[0].startswith("dpkg's closure gives the stack")
+    assert rules.recordable_reasons(keep, STACK, "595.71.05") == ["dpkg gives driver 580.173.02, apt 595.71.05"]
+
+
+@pytest.mark.parametrize("keep, record_reasons, upgrade, unknowable, fast", [
+    (True, [], False, False, True),
+    (False, [], False, False, False),
+    (True, ["no stored apt judgement"], False, False, False),
+    (True, [], True, False, False),
+    (True, [], False, True, False),
+])
+def test_the_fast_path_needs_every_condition(keep, record_reasons, upgrade, unknowable, fast):
+    assert rules.fast_path({"keep": keep}, record_reasons, upgrade, unknowable) is fast

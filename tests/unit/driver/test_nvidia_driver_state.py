@@ -8,6 +8,7 @@ the template module would. TEST DOUBLES: the dpkg database is dpkg_fixtures' rec
 """
 
 import getpass
+import json
 import grp
 import os
 import pathlib
@@ -54,7 +55,8 @@ def params(**overrides):
                 profile="compute", kernel_modules="dkms", kernel_flavor="", kernel_release="6.8.0-146-generic",
                 distribution_version="24.04", version="", upgrade=False, hold=True, version_from=VERSION_FROM,
                 version_pin_prefix="nvidia-driver-pinning-", preferences={"gpufleet-nvidia-driver-version": ""},
-                preferences_dir="/etc/apt/preferences.d", agreed_index_signature=None,
+                preferences_dir="/etc/apt/preferences.d", agreed_index_signature=None, keep_record=None,
+                apt_packages=[], apt_driver_version="",
                 files=[{"path": BLACKLIST, "content": "blacklist nouveau\n", "mode": "0644", "owner": OWNER, "group": GROUP},
                        {"path": OPTIONS, "content": None, "mode": None, "owner": None, "group": None}],
                 directories=[{"path": "/etc/modprobe.d", "mode": None, "owner": OWNER, "group": None}],
@@ -141,3 +143,37 @@ def test_verify_mode_asks_nvidia_smi_and_dpkg(tmp_path):
     assert checks["gpu_count"]["status"] == "pass"
     missing = read_state(params(mode="verify", gpu_info=info), HostIO(lambda argv: None))
     assert "[gpu_count] nvidia-smi failed (rc n/a)" in missing["failed"]
+
+
+def test_the_keep_record_round_trip(tmp_path):
+    """record mode stores what the state mode then accepts; any index or request change sends the role to apt."""
+    io, _ = tree(tmp_path)
+    record_path = "/var/lib/gpufleet/nvidia-driver-keep.json"
+    without = read_state(params(keep_record=record_path), io)
+    assert without["keep"]["keep"] is True and without["fast_keep"] is False and without["needs"]["packages"] is True
+    assert without["keep"]["record_reasons"][0].startswith("no stored apt judgement")
+
+    stored = read_state(params(mode="record", keep_record=record_path, apt_packages=without["keep"]["packages"],
+                               apt_driver_version=without["keep"]["driver_version"]), io)
+    assert stored["record_reasons"] == [] and stored["record"]["index_signature"] == without["index_signature"]
+    (tmp_path / "var/lib/gpufleet").mkdir(parents=True)
+    (tmp_path / ("." + record_path)).write_text(json.dumps(stored["record"]))
+    kept = read_state(params(keep_record=record_path), io)
+    assert kept["fast_keep"] is True and kept["needs"]["packages"] is False and kept["keep"]["record_reasons"] == []
+    assert {"kind": "file", "name": record_path} in kept["resources"]
+
+    assert read_state(params(keep_record=record_path, upgrade=True), io)["fast_keep"] is False
+    assert read_state(params(keep_record=record_path, hold=False), io)["fast_keep"] is True  # holds are not apt's business
+    (tmp_path / "etc/apt/preferences.d/cuda-pin").write_text("Package: *\nPin: origin x\nPin-Priority: 100\n")
+    pinned = read_state(params(keep_record=record_path), io)
+    assert pinned["fast_keep"] is False
+    assert pinned["keep"]["record_reasons"] == ["the apt indexes, sources or preferences changed since apt last agreed"]
+
+
+def test_record_mode_refuses_a_stack_apt_did_not_leave(tmp_path):
+    io, _ = tree(tmp_path)
+    state = read_state(params(), io)
+    extra = state["keep"]["packages"] + [{"name": "nvidia-modprobe", "version": "580.173.02-0ubuntu0.24.04.1"}]
+    refused = read_state(params(mode="record", keep_record="/k.json", apt_packages=extra,
+                                apt_driver_version=state["keep"]["driver_version"]), io)
+    assert refused["record"] is None and refused["record_reasons"][0].startswith("dpkg's closure gives the stack")
