@@ -155,8 +155,8 @@ def fast_keep(packages, wanted, first, leave, version_from, branch, version, upg
             if key is None or not _on_request(at.upstream(installed[name]), branch, version):
                 off_request.append("%s %s" % (name, installed[name]))
     if off_request:
-        reasons.append("not on branch %s%s: %s" % (branch, (" version %s" % version) if version else "",
-                                                    ", ".join(off_request)))
+        pinned = (" version %s" % version) if version else ""
+        reasons.append("not on branch %s%s: %s" % (branch, pinned, ", ".join(off_request)))
     if not missing and not _on_request(driver_version, branch, version):
         reasons.append("the installed stack is driver %s, not branch %s%s" % (
             driver_version or "(none)", branch, (" version %s" % version) if version else ""))
@@ -245,8 +245,8 @@ def keep_record_reasons(stored, request, signature, packages, driver_version):
         reasons.append("the request changed since apt last agreed (%s)" % ", ".join(changed))
     if stored.get("index_signature") != signature:
         reasons.append("the apt indexes, sources or preferences changed since apt last agreed")
-    if stored.get("packages") != [{"name": p["name"], "version": p["version"]} for p in packages] \
-            or stored.get("driver_version") != driver_version:
+    stack = [{"name": p["name"], "version": p["version"]} for p in packages]
+    if stored.get("packages") != stack or stored.get("driver_version") != driver_version:
         reasons.append("the installed driver stack is not the one apt left")
     return reasons
 
