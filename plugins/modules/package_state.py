@@ -21,7 +21,7 @@ description:
     native architecture (that of dpkg's own package) or C(all); V(name:arch) for that architecture;
     V(name=version) in exactly that version.
   - Missing, whatever dpkg says, are names dpkg does not know (virtual packages included), half-installed
-    or half-configured packages, version patterns (V(name=1.2*): apt may move to a newer match), apt's
+    or half-configured packages, version patterns (V(name=1.2*), apt may move to a newer match), apt's
     V(name>=version), name globs, C(.deb) paths and anything not rendered (V(linux-modules-{kernel_flavor})).
   - When a name is installed for several architectures, the status parser keeps one entry, so a
     V(name:arch) request for the other architecture may be reported missing (apt then decides).
@@ -49,8 +49,8 @@ attributes:
     description: Changes nothing, so there is nothing to diff.
 notes:
   - Reads in tens of milliseconds what the apt task takes one to two seconds to decide (it parses every index).
-  - Guard the apt task with C(when: result.missing | length > 0) and pass it the same names: in check mode
-    the apt task then still runs whenever something is missing and reports what it would install.
+  - "Guard the apt task with C(when: result.missing | length > 0) and pass it the same names: in check mode
+    the apt task then still runs whenever something is missing and reports what it would install." 
 seealso:
   - module: ansible.builtin.apt
   - module: ansible.builtin.package_facts

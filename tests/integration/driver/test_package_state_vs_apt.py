@@ -78,8 +78,8 @@ def test_installed_means_apt_would_do_nothing(tmp_path):
     assert set(state["missing"]) | set(state["installed"]) == set(requests)
     for request in requests:
         apt_does_nothing = not apt[request].get("failed") and not apt[request].get("changed")
-        assert (request in state["installed"]) == apt_does_nothing, (request, state["reasons"].get(request),
-                                                                       apt[request].get("msg"))
+        why = (request, state["reasons"].get(request), apt[request].get("msg"))
+        assert (request in state["installed"]) == apt_does_nothing, why
     assert "dpkg=0.0-not-this" in state["missing"] and "gpg" in state["installed"]
     if candidate:
         assert candidate in state["missing"] and apt[candidate]["changed"]

@@ -135,8 +135,8 @@ def test_unreadable_database_makes_everything_missing_once_in_order(tmp_path):
 
 
 def test_parse_request():
-    assert ps.parse_request("libnccl2=2.27.3-1+cuda12.9") == {"name": "libnccl2", "arch": None,
-                                                             "version": "2.27.3-1+cuda12.9"}
+    nccl = {"name": "libnccl2", "arch": None, "version": "2.27.3-1+cuda12.9"}
+    assert ps.parse_request("libnccl2=2.27.3-1+cuda12.9") == nccl
     assert ps.parse_request("libc6:amd64=2.36-9") == {"name": "libc6", "arch": "amd64", "version": "2.36-9"}
     assert ps.parse_request("g++") == {"name": "g++", "arch": None, "version": None}
     assert ps.parse_request("git>=1") is None and ps.parse_request("") is None
