@@ -37,7 +37,7 @@ def test_every_package_of_this_machine_agrees_with_dpkg_query():
     single = [row for row in rows if names.count(row[1]) == 1]  # multi-arch names: see the module's documentation
     native = [row[2] for row in rows if row[1] == "dpkg"][0]
     text = ps.read_status(str(DPKG_STATUS))
-    requests = [name for _, name, _, _ in single]
+    requests = [row[1] for row in single]
     missing, installed, reasons = ps.missing_packages(requests, text)
     for abbrev, name, arch, version in single:
         # "ii " / "hi ": installed, no error flag; a bare name is the native architecture's (or arch all)
@@ -64,8 +64,8 @@ def _nvidia_host(states=None):
 
 def test_recorded_driver_host_installed_and_held_count():
     installed, text = _nvidia_host()
-    held = [name for name, _ in installed if name in fx.recorded_ubuntu_580()[1]]
-    requests = [name for name, _ in installed] + ["dkms"]
+    held = [pair[0] for pair in installed if pair[0] in fx.recorded_ubuntu_580()[1]]
+    requests = [pair[0] for pair in installed] + ["dkms"]
     missing, found, reasons = ps.missing_packages(requests, text)
     assert missing == [] and reasons == {}
     assert found == dict(installed, dkms=fx.OTHERS["dkms"])
@@ -73,9 +73,9 @@ def test_recorded_driver_host_installed_and_held_count():
 
 
 def test_half_installed_half_configured_and_config_files_are_missing():
-    installed, text = _nvidia_host()
-    names = [name for name, _ in installed][:3]
-    _, text = _nvidia_host(states={names[0]: "iU", names[1]: "iF", names[2]: "rc"})
+    installed = _nvidia_host()[0]
+    names = [pair[0] for pair in installed][:3]
+    text = _nvidia_host(states={names[0]: "iU", names[1]: "iF", names[2]: "rc"})[1]
     missing, found, reasons = ps.missing_packages(names, text)
     assert missing == names and found == {}
     assert reasons[names[0]] == "dpkg status is 'install ok unpacked'"
