@@ -50,7 +50,7 @@ attributes:
 notes:
   - Reads in tens of milliseconds what the apt task takes one to two seconds to decide (it parses every index).
   - "Guard the apt task with C(when: result.missing | length > 0) and pass it the same names: in check mode
-    the apt task then still runs whenever something is missing and reports what it would install." 
+    the apt task then still runs whenever something is missing and reports what it would install."
 seealso:
   - module: ansible.builtin.apt
   - module: ansible.builtin.package_facts
