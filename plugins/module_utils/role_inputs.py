@@ -93,6 +93,10 @@ def nvidia_driver_rules(v):
     if not _match(r"^[0-9]+$", count):
         out.append("nvidia_driver_expected_gpu_count (default: llm_server_expected_gpu_count) is '%s': set it to the "
                    "number of GPUs nvidia-smi must list, or 0 for \"every NVIDIA GPU on the PCI bus\"." % count)
+    margin = v["nvidia_driver_repo_key_min_validity_days"]
+    if not _match(r"^[0-9]+$", margin):
+        out.append("nvidia_driver_repo_key_min_validity_days is '%s': set the number of days (0 or more) a key must "
+                   "still be valid before a run downloads it again, e.g. 30; 0 refreshes only an expired key." % margin)
     source = v["nvidia_driver_source"]
     if source not in ("ubuntu", "nvidia"):
         hint = ""
