@@ -241,7 +241,7 @@ def parse_alternatives(text):
         path, priority = lines[index], lines[index + 1]
         choice_slaves = lines[index + 2:index + 2 + len(slaves)]
         choices.append({"path": path, "priority": int(priority),
-                        "slaves": dict((name, value) for (name, _), value in zip(slaves, choice_slaves) if value)})
+                        "slaves": dict((name, value) for (name, _link), value in zip(slaves, choice_slaves) if value)})
         index += 2 + len(slaves)
     return {"status": status, "link": link, "slaves": slaves, "choices": choices}
 

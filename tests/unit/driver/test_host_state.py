@@ -40,7 +40,7 @@ def test_closure_agrees_with_apt_cache_depends_on_installed_packages(root):
     """apt_transaction's closure (`apt-cache depends --recurse`) also names providers that are NOT installed
     (on Debian 12 `libelogind0` for apt's libsystemd0); the removal rule only looks at installed names."""
     packages = hs.parse_dpkg_status_file(DPKG_STATUS.read_text())
-    installed, _ = hs.installed_and_held(packages)
+    installed = hs.installed_and_held(packages)[0]
     argv = ["apt-cache", "depends", "--recurse", "--installed", "--no-recommends", "--no-suggests", "--no-conflicts",
             "--no-breaks", "--no-replaces", "--no-enhances", root]
     apt = at.parse_depends_closure(subprocess.run(argv, capture_output=True, text=True, check=True, env=APT_ENV).stdout)
@@ -134,7 +134,7 @@ def test_alternatives_with_slaves():
     text = (pathlib.Path(__file__).parent / "data" / "alternatives" / "awk").read_text()
     parsed = hs.parse_alternatives(text)
     assert parsed["status"] == "auto" and parsed["link"] == "/usr/bin/awk"
-    assert [name for name, _ in parsed["slaves"]] == ["awk.1.gz", "nawk", "nawk.1.gz"]
+    assert [slave[0] for slave in parsed["slaves"]] == ["awk.1.gz", "nawk", "nawk.1.gz"]
     assert parsed["choices"] == [
         {"path": "/usr/bin/mawk", "priority": 5,
          "slaves": {"awk.1.gz": "/usr/share/man/man1/mawk.1.gz", "nawk": "/usr/bin/mawk",

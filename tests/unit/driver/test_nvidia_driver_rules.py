@@ -59,7 +59,7 @@ def decide(repo, installed, source, distribution, branch, held=(), states=None, 
 
 def test_recorded_ubuntu_580_host_is_kept_with_every_package_held():
     installed, held = recorded_ubuntu_580()
-    assert len(installed) == 10 and held == {name for name, _ in installed}
+    assert len(installed) == 10 and held == {entry[0] for entry in installed}
     result = decide("ubuntu-noble", installed, "ubuntu", "ubuntu2404", "580", held=held)
     assert result["reasons"] == [] and result["keep"] is True
     assert result["driver_version"] == "580.173.02"
@@ -162,7 +162,7 @@ def test_debian12_590_compute_host_is_kept():
     result = decide("nvidia-debian12", DEBIAN_590, "nvidia", "debian12", "590")
     assert result["reasons"] == []
     assert result["driver_version"] == "590.48.01"
-    assert [p["name"] for p in result["packages"]] == sorted(name for name, _ in DEBIAN_590)
+    assert [p["name"] for p in result["packages"]] == sorted(entry[0] for entry in DEBIAN_590)
 
 
 def test_ubuntu_590_after_the_transition_is_not_kept_as_590():

@@ -84,7 +84,7 @@ def test_a_converged_host_needs_nothing(tmp_path):
 
 
 def test_drift_is_found_and_said(tmp_path):
-    io, _ = tree(tmp_path, persistenced="disabled", active="inactive")
+    io = tree(tmp_path, persistenced="disabled", active="inactive")[0]
     (tmp_path / ("." + BLACKLIST)).chmod(0o600)
     (tmp_path / ("." + OPTIONS)).write_text("options nvidia NVreg_X=1\n")
     (tmp_path / "etc/apt/preferences.d/gpufleet-nvidia-driver-version").write_text("Package: x\n")
@@ -103,7 +103,7 @@ def test_drift_is_found_and_said(tmp_path):
 
 
 def test_control_node_secure_boot_and_index_signature(tmp_path):
-    io, _ = tree(tmp_path)
+    io = tree(tmp_path)[0]
     efivars = tmp_path / "sys/firmware/efi/efivars"
     efivars.mkdir(parents=True)
     (efivars / "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c").write_bytes(b"\x06\x00\x00\x00\x01")
@@ -117,7 +117,7 @@ def test_control_node_secure_boot_and_index_signature(tmp_path):
 
 
 def test_unknown_branch_is_refused_with_the_role_words(tmp_path):
-    io, _ = tree(tmp_path)
+    io = tree(tmp_path)[0]
     with pytest.raises(rules.RulesError, match='nvidia_driver_branch "600"'):
         read_state(params(branch="600"), io)
 
@@ -147,7 +147,7 @@ def test_verify_mode_asks_nvidia_smi_and_dpkg(tmp_path):
 
 def test_the_keep_record_round_trip(tmp_path):
     """record mode stores what the state mode then accepts; any index or request change sends the role to apt."""
-    io, _ = tree(tmp_path)
+    io = tree(tmp_path)[0]
     record_path = "/var/lib/gpufleet/nvidia-driver-keep.json"
     without = read_state(params(keep_record=record_path), io)
     assert without["keep"]["keep"] is True and without["fast_keep"] is False and without["needs"]["packages"] is True
@@ -171,7 +171,7 @@ def test_the_keep_record_round_trip(tmp_path):
 
 
 def test_record_mode_refuses_a_stack_apt_did_not_leave(tmp_path):
-    io, _ = tree(tmp_path)
+    io = tree(tmp_path)[0]
     state = read_state(params(), io)
     extra = state["keep"]["packages"] + [{"name": "nvidia-modprobe", "version": "580.173.02-0ubuntu0.24.04.1"}]
     refused = read_state(params(mode="record", keep_record="/k.json", apt_packages=extra,
