@@ -22,6 +22,7 @@ import sys
 import threading
 
 import pytest
+from support.requires import requires
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PLAYBOOK_BIN = pathlib.Path(sys.executable).parent / "ansible-playbook"
@@ -83,8 +84,7 @@ def test_inventory_key_overrides_stay_in_force(tmp_path):
 # keys generated here with gpg (never a real NVIDIA key); the "published" key is served on loopback, and the
 # server's log of GETs, not the role's output, says whether a download happened.
 GPG = shutil.which("gpg")
-needs_gpg = pytest.mark.skipif(GPG is None or os.geteuid() != 0,
-                               reason="needs gpg and root (the keyring must be root:root, as the role requires)")
+needs_gpg = requires(GPG is None or os.geteuid() != 0, "gpg and root (the keyring must be root:root, as the role requires)")
 
 
 def _gpg(home, *args):

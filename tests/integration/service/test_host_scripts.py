@@ -19,12 +19,12 @@ import tempfile
 
 import pytest
 import yaml
+from support.requires import require_for_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 VARS = yaml.safe_load((ROOT / "roles" / "sglang_service" / "vars" / "main.yml").read_text())
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None,
-                                reason="needs root and runuser (the scripts run as root on the host)")
+require_for_module(os.geteuid() != 0 or shutil.which("runuser") is None, "root and runuser (the scripts run as root on the host)")
 
 
 def run(script, *args, env=None):

@@ -13,13 +13,13 @@ import shutil
 import subprocess
 
 import pytest
+from support.requires import requires
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
 
 DPKG_STATUS = pathlib.Path("/var/lib/dpkg/status")
-needs_dpkg = pytest.mark.skipif(not DPKG_STATUS.is_file() or not shutil.which("dpkg-query"),
-                                reason="no dpkg database on this machine")
+needs_dpkg = requires(not DPKG_STATUS.is_file() or not shutil.which("dpkg-query"), "a dpkg database and dpkg-query")
 APT_ENV = dict(os.environ, LC_ALL="C", LANG="C")
 
 
@@ -34,7 +34,7 @@ def test_status_file_agrees_with_dpkg_query_on_this_machine():
 
 
 @needs_dpkg
-@pytest.mark.skipif(not shutil.which("apt-cache"), reason="no apt-cache on this machine")
+@requires(not shutil.which("apt-cache"), "apt-cache")
 @pytest.mark.parametrize("root", ["apt", "python3", "dpkg"])
 def test_closure_agrees_with_apt_cache_depends_on_installed_packages(root):
     """apt_transaction's closure (`apt-cache depends --recurse`) also names providers that are NOT installed
@@ -115,7 +115,7 @@ def _some_alternative():
     return None
 
 
-@pytest.mark.skipif(_some_alternative() is None, reason="no dpkg alternatives on this machine")
+@requires(_some_alternative() is None, "a dpkg alternative and update-alternatives")
 def test_alternatives_file_agrees_with_update_alternatives():
     name = _some_alternative()
     parsed, current = hs.read_alternative(name)

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-import pytest
+from support.requires import requires
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import package_state as ps
 
@@ -19,8 +19,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import dpkg_fixtures as fx  # noqa: E402
 
 DPKG_STATUS = pathlib.Path("/var/lib/dpkg/status")
-needs_dpkg = pytest.mark.skipif(not DPKG_STATUS.is_file() or not shutil.which("dpkg-query"),
-                                reason="no dpkg database on this machine")
+needs_dpkg = requires(not DPKG_STATUS.is_file() or not shutil.which("dpkg-query"), "a dpkg database and dpkg-query")
 
 
 def _dpkg_query():
