@@ -168,5 +168,10 @@ def check(model_dir, hub_repo="", hub_revision="main"):
     return out
 
 
+def present_entries(model_dir, names):
+    """The names of `names` that exist in model_dir (a dangling link counts), in order."""
+    return [name for name in names if os.path.lexists(os.path.join(model_dir, name))]
+
+
 __all__ = ["MANIFEST_NAME", "WORK_DIR_NAME", "FORMAT", "ManifestError", "read_manifest", "check_sizes", "check",
-           "bytes_in_dir", "manifest_path", "describe"]
+           "bytes_in_dir", "manifest_path", "describe", "present_entries"]

@@ -41,6 +41,14 @@ options:
     description: Emit a warning when the state is V(unverifiable).
     type: bool
     default: true
+  stray_files:
+    description:
+      - Names, relative to O(path), that should not be there (files an older version of the role left behind);
+        the ones that exist are returned in RV(stray_files_present), so the role removes them only then.
+    type: list
+    elements: str
+    default: []
+    version_added: "0.2.0"
 seealso:
   - name: The model_download role
     description: Writes the manifest; its README describes the verification modes.
@@ -73,6 +81,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+stray_files_present:
+  description: The names of O(stray_files) that exist in O(path).
+  returned: always
+  type: list
+  elements: str
+  sample: [.gpufleet-hf-token]
 state:
   description:
     - V(complete) every listed file is present with the manifest's size; V(incomplete) some are not
@@ -127,7 +141,7 @@ bytes_present:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.model_manifest import check
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.model_manifest import check, present_entries
 
 
 def main():
@@ -137,6 +151,7 @@ def main():
             "hub_repo": {"type": "str", "default": ""},
             "hub_revision": {"type": "str", "default": "main"},
             "warn_unverifiable": {"type": "bool", "default": True},
+            "stray_files": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -146,6 +161,7 @@ def main():
         module.warn(warning)
     if result["state"] == "unverifiable" and module.params["warn_unverifiable"]:
         module.warn(result["msg"])
+    result["stray_files_present"] = present_entries(module.params["path"], module.params["stray_files"])
     module.exit_json(changed=False, **result)
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.model_manifest import (
-    MANIFEST_NAME, ManifestError, check, read_manifest)
+    MANIFEST_NAME, ManifestError, check, present_entries, read_manifest)
 
 
 def write_model(tmp_path, files, manifest=True, **fields):
@@ -88,3 +88,10 @@ def test_an_unusable_manifest_is_refused_and_ignored_with_a_warning(tmp_path, bo
     result = check(str(tmp_path), "org/model")
     assert result["state"] == "no_manifest" and reason in result["warnings"][0]
     assert "rebuilt from the Hub listing" in result["warnings"][0]
+
+
+def test_stray_files_are_named_only_when_present(tmp_path):
+    (tmp_path / ".gpufleet-hf-token").write_text("hf_left_by_an_older_run")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    assert present_entries(str(tmp_path), [".gpufleet-hf-token", "absent", "dangling"]) == [".gpufleet-hf-token", "dangling"]
+    assert present_entries(str(tmp_path / "no-such-dir"), [".gpufleet-hf-token"]) == []
