@@ -2,9 +2,10 @@
 
 The REAL preflight role (tags.yml) against a host that cannot be reached: its connection is the docker
 connection plugin naming a container that does not exist, so any task that touches the host fails (no
-network traffic at all; the plugin reports it as a failed task, not an unreachable host). `--tags sm120-patch` must pass without touching it and still publish the
-multi-node facts; `--tags model` (not in the list) must try the host (the negative control: the same
-inventory fails at the facts), and so must a run without --tags with the list emptied.
+network traffic at all; the plugin reports it as a failed task, not an unreachable host).
+`--tags sm120-patch` must pass without touching it and still publish the multi-node facts; `--tags model`
+(not in the list) must try the host (the negative control: the same inventory fails at the facts), and so
+must a `--tags sm120-patch` run with the list emptied.
 """
 
 import json
