@@ -22,6 +22,7 @@ import base64
 import hashlib
 import json
 import re
+import time
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
@@ -305,6 +306,92 @@ def is_control_node(connection, inventory_hostname, ansible_host, target_machine
     return ((connection or "ssh") == "local" or inventory_hostname in LOCAL_NAMES
             or (ansible_host or inventory_hostname) in LOCAL_NAMES
             or (len(target) > 0 and target == (controller_machine_id or "").strip()))
+
+
+# -- the repository keyring (repository.yml's shell read, issue 19: its awk parser moved here) -------
+def parse_gpg_colons(text, now, min_validity_days):
+    """`gpg --show-keys --with-colons` output -> one {fingerprint, state, expires} per primary key, as
+    repository.yml's awk did: the `fpr` record right after a `pub` record is that key's fingerprint; state is
+    revoked (validity r), expired (validity e, or expiry <= now), expiring (expiry within min_validity_days) or
+    lasting. expires: epoch seconds as text, or '' for a key that does not expire."""
+    until = now + int(min_validity_days) * 86400
+    keys = []
+    pub = None
+    for line in (text or "").splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            pub = (fields[1] if len(fields) > 1 else "", fields[6] if len(fields) > 6 else "")
+            continue
+        if fields[0] == "fpr" and pub is not None and len(fields) > 9:
+            validity, expires = pub
+            state = "lasting"
+            if validity == "r":
+                state = "revoked"
+            elif validity == "e" or (expires != "" and int(expires) <= now):
+                state = "expired"
+            elif expires != "" and int(expires) <= until:
+                state = "expiring"
+            keys.append({"fingerprint": fields[9], "state": state, "expires": expires})
+        pub = None
+    return keys
+
+
+def normalized_fingerprints(fingerprints):
+    """nvidia_driver_repo_key_fingerprints as compared: upper case, without spaces."""
+    return [str(fpr).upper().replace(" ", "") for fpr in fingerprints or []]
+
+
+def keyring_download_reason(keyring, gpg_found, gpg_rc, file_description, keys, fingerprints, min_validity_days):
+    """Why the repository key must be downloaded, '' when the installed keyring will do (repository.yml's
+    "Decide whether the repository key must be downloaded", same words). file_description: stat's
+    `%F:%a:%U:%G` of the keyring ('regular file:644:root:root'), or 'absent'."""
+    if not gpg_found:
+        return "gpg is not installed (it reads the keyring and checks a downloaded key)"
+    if gpg_rc != 0:
+        return "%s is missing or not an OpenPGP keyring gpg can read" % keyring
+    if file_description != "regular file:644:root:root":
+        return "%s is a %s, not a regular file, mode 644, owned by root:root" % (keyring, file_description)
+    wanted = normalized_fingerprints(fingerprints)
+    accepted = [key for key in keys if key["fingerprint"] in wanted]
+    if not accepted:
+        return "%s has no key with a fingerprint in nvidia_driver_repo_key_fingerprints" % keyring
+    if not any(key["state"] == "lasting" for key in accepted):
+        first = accepted[0]
+        expiry = ""
+        if first["expires"]:
+            expiry = " (expiry %s)" % time.strftime("%Y-%m-%d", time.gmtime(int(first["expires"])))
+        return "%s: key %s is %s%s, nvidia_driver_repo_key_min_validity_days is %s" % (
+            keyring, first["fingerprint"], first["state"], expiry, min_validity_days)
+    return ""
+
+
+def stat_description(state):
+    """GNU stat's `%F:%a:%U:%G` for a host_state.file_state() result (what repository.yml compared)."""
+    if not state["exists"]:
+        return "absent"
+    kinds = {"file": "regular file" if state.get("content") else "regular empty file", "directory": "directory",
+             "link": "symbolic link"}
+    return "%s:%s:%s:%s" % (kinds.get(state["kind"], "other file"), state["mode"].lstrip("0") or "0",
+                            state["owner"], state["group"])
+
+
+def duplicate_sources(listing, url, own_name):
+    """repository.yml's duplicate-source refusal: listing is [(name, bytes or None)] of /etc/apt/sources.list.d;
+    the names (*.list, *.sources, not hidden, not own_name) whose content contains url."""
+    found = []
+    for name, content in listing:
+        if name == own_name or name.startswith(".") or not (name.endswith(".list") or name.endswith(".sources")):
+            continue
+        if content is not None and url and url.encode("utf-8") in content:
+            found.append(name)
+    return sorted(found)
+
+
+def duplicate_source_message(paths, url, sources_file):
+    """The words of repository.yml's "Fail on a duplicate source"."""
+    return ("%s already point(s) apt at %s (e.g. from NVIDIA's cuda-keyring package); apt refuses two sources for one "
+            "repository with different Signed-By keyrings. Remove that file (and the cuda-keyring package), then run "
+            "again: this role manages %s." % (", ".join(paths), url, sources_file))
 
 
 # -- verification ----------------------------------------------------------------------------------
