@@ -12,6 +12,8 @@
   plans with apt as today;
 - `reboot_reasons` (kernel.yml:4-14), `secure_boot_on` and `is_control_node` (facts.yml:40-53);
 - `judge`: the verification checks of verify.yml:51-138, with the same words.
+- the refusals that need the host (refuse.yml before issue 20: GPU generation against the flavour, Secure Boot
+  without a usable MOK) and repository.yml's keyring decision (`gpg --with-colons` parsed) and duplicate sources.
 
 No I/O here: module_utils/nvidia_driver_state.py reads the host.
 """
@@ -306,6 +308,86 @@ def is_control_node(connection, inventory_hostname, ansible_host, target_machine
     return ((connection or "ssh") == "local" or inventory_hostname in LOCAL_NAMES
             or (ansible_host or inventory_hostname) in LOCAL_NAMES
             or (len(target) > 0 and target == (controller_machine_id or "").strip()))
+
+
+# -- refusals that need the host's state (refuse.yml before issue 20, same words) ---------------------
+def _version_at_least(text, floor):
+    numbers = [int(part) for part in re.findall(r"\d+", str(text))]
+    return tuple(numbers or [0]) >= floor
+
+
+def gpu_generations(gpus):
+    """The generation rule (docs/nvidia-driver.md): compute capability when the driver reports it, else the PCI
+    device id (every Turing-or-newer GPU from 0x1e00, every Blackwell-or-newer from 0x2900)."""
+    generations = []
+    for gpu in gpus:
+        capability = gpu.get("compute_capability")
+        if capability is not None and capability != "":
+            blackwell, turing = _version_at_least(capability, (10, 0)), _version_at_least(capability, (7, 5))
+        else:
+            device = int(str(gpu.get("device_id") or "0"), 16)
+            blackwell, turing = device >= 0x2900, device >= 0x1e00
+        generations.append({"address": gpu.get("address"), "device_id": gpu.get("device_id"),
+                            "compute_capability": capability, "blackwell_or_newer": blackwell,
+                            "turing_or_newer": turing})
+    return generations
+
+
+def module_refusals(gpu_info, flavor, allow_proprietary, hostname):
+    """The three flavour-versus-generation refusals, in refuse.yml's order and words."""
+    gpus = [device for device in (gpu_info or {}).get("devices") or [] if device.get("kind") == "gpu"]
+    generations = gpu_generations(gpus)
+    refusals = []
+    blackwell = [gen["address"] for gen in generations if gen["blackwell_or_newer"]]
+    diagnosis = [item.get("message") for item in (gpu_info or {}).get("diagnosis") or []
+                 if item.get("code") == "open_module_required"]
+    if flavor != "open" and (blackwell or diagnosis):
+        refusals.append(
+            "nvidia_driver_flavor is 'proprietary' but %s has GPU(s) that only run with NVIDIA's open kernel module: %s. "
+            "The proprietary module loads, then logs \"requires use of the NVIDIA open kernel modules\" and nvidia-smi "
+            "finds no devices. Set nvidia_driver_flavor: open." % (hostname, "; ".join(blackwell + diagnosis)))
+    turing = [gen["address"] for gen in generations if gen["turing_or_newer"]]
+    if flavor != "open" and not allow_proprietary and turing:
+        refusals.append(
+            "nvidia_driver_flavor is 'proprietary' but GPU(s) %s are Turing or newer, where NVIDIA's open kernel module is "
+            "the supported path. Set nvidia_driver_flavor: open, or set nvidia_driver_allow_proprietary: true to keep the "
+            "proprietary module on these (pre-Blackwell) GPUs." % ", ".join(turing))
+    old = [gen["address"] for gen in generations if not gen["turing_or_newer"]]
+    if flavor != "proprietary" and old:
+        refusals.append(
+            "nvidia_driver_flavor is 'open' but GPU(s) %s are older than Turing, which the open kernel module does not "
+            "support (and branch 590 dropped entirely). Use nvidia_driver_flavor: proprietary with nvidia_driver_branch "
+            "\"580\" or older." % ", ".join(old))
+    return refusals
+
+
+def secure_boot_refusal(secure_boot_on_, setting, kernel_modules, mok_key, mok_certificate):
+    """Secure Boot on, DKMS modules and no MOK pair: the refusal (refuse.yml's words), else ''."""
+    if not secure_boot_on_ or kernel_modules == "precompiled" or (mok_key and mok_certificate):
+        return ""
+    return (
+        "Secure Boot is on (%s) and nvidia_driver_mok_key / nvidia_driver_mok_certificate are not set, so the kernel would "
+        "refuse the DKMS-built nvidia modules. Nothing was installed. Either: (1) create a key pair on the host (openssl "
+        "req -new -x509 -newkey rsa:2048 -nodes -days 36500 -subj \"/CN=nvidia DKMS MOK/\" -outform DER -keyout "
+        "/var/lib/dkms/mok.key -out /var/lib/dkms/mok.der), enrol it (mokutil --import /var/lib/dkms/mok.der, reboot, "
+        "confirm in MOK Manager), then set nvidia_driver_mok_key: /var/lib/dkms/mok.key and nvidia_driver_mok_certificate: "
+        "/var/lib/dkms/mok.der; or (2) on Ubuntu, use Canonical's signed modules (nvidia_driver_source: ubuntu, "
+        "nvidia_driver_kernel_modules: precompiled), which need no MOK; or (3) disable Secure Boot in the firmware setup."
+        % ("nvidia_driver_secure_boot: enabled" if setting == "enabled" else "read from the EFI variable SecureBoot"))
+
+
+def mok_refusals(missing, certificate, mokutil_stdout):
+    """The MOK files must exist and the certificate be enrolled (refuse.yml's words). missing: the MOK paths that
+    do not exist; mokutil_stdout: `mokutil --test-key CERT` output, or None when it was not asked."""
+    if missing:
+        return ["Secure Boot is on and nvidia_driver_mok_key / nvidia_driver_mok_certificate name files missing on the "
+                "host: %s. Create and enrol the key pair first (see docs/nvidia-driver.md \"Secure Boot\")."
+                % ", ".join(missing)]
+    if mokutil_stdout and "is not enrolled" in mokutil_stdout:
+        return ["mokutil says %s is not enrolled, so modules DKMS signs with it would not load under Secure Boot. Nothing "
+                "was installed. Run `mokutil --import %s`, reboot, confirm \"Enroll MOK\" in MOK Manager, then run the "
+                "role again." % (certificate, certificate)]
+    return []
 
 
 # -- the repository keyring (repository.yml's shell read, issue 19: its awk parser moved here) -------

@@ -113,6 +113,21 @@ def _duplicate_sources(io, params):
     return [os.path.join(directory, name) for name in found]
 
 
+def _secure_boot_refusals(io, params, secure_boot):
+    """refuse.yml's Secure Boot checks: a MOK pair is set, its files exist, mokutil knows the certificate."""
+    missing_pair = rules.secure_boot_refusal(secure_boot, params["secure_boot"], params["kernel_modules"],
+                                             params["mok_key"], params["mok_certificate"])
+    if missing_pair:
+        return [missing_pair]
+    if not secure_boot or params["kernel_modules"] != "dkms":
+        return []
+    missing = [path for path in (params["mok_key"], params["mok_certificate"]) if io.stat(path) is None]
+    if missing:
+        return rules.mok_refusals(missing, params["mok_certificate"], None)
+    answer = io.run(["mokutil", "--test-key", params["mok_certificate"]])
+    return rules.mok_refusals([], params["mok_certificate"], answer[1] if answer is not None else None)
+
+
 def _installed_from_smi_owner(io):
     """verify.yml:28-49: which package ships /usr/bin/nvidia-smi, and its version (read-only)."""
     owner = io.run(["dpkg-query", "-S", "/usr/bin/nvidia-smi"])
@@ -216,14 +231,16 @@ def read_state(params, io):
     if key_reason:
         repository.append(key_reason)
     other_sources = _duplicate_sources(io, params) if params["repo_url"] else []
-    refusals = []
-    if other_sources:
-        refusals.append(rules.duplicate_source_message(other_sources, params["repo_url"], params["repo_sources_file"]))
+    refusals = rules.module_refusals(gpu_info, params["flavor"], params["allow_proprietary"], params["inventory_hostname"])
     persistenced = _persistenced_needs(io, params)
     headers = params["headers_package"]
     headers_missing = [headers] if headers and headers not in installed else []
 
     efivar = io.read(SECURE_BOOT_VAR) if params["secure_boot"] == "auto" else None
+    secure_boot = rules.secure_boot_on(params["secure_boot"], efivar)
+    refusals += _secure_boot_refusals(io, params, secure_boot)
+    if other_sources:
+        refusals.append(rules.duplicate_source_message(other_sources, params["repo_url"], params["repo_sources_file"]))
     machine_id = io.read("/etc/machine-id")
     installed_version = keep["driver_version"] if keep["keep"] else ""
     options_file = params["options_file"]
@@ -258,7 +275,7 @@ def read_state(params, io):
         "installed_stack_names": sorted(name for name in installed if re.search(stack, name)),
         "reboot_reasons": rules.reboot_reasons(gpu_info, installed_version, params["flavor"],
                                                bool(options_file) and options_file in files),
-        "secure_boot_on": rules.secure_boot_on(params["secure_boot"], efivar),
+        "secure_boot_on": secure_boot,
         "is_control_node": rules.is_control_node(params["connection"], params["inventory_hostname"], params["ansible_host"],
                                                  machine_id.decode("utf-8", "replace") if machine_id else "",
                                                  params["controller_machine_id"]),

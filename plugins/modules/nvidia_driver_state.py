@@ -223,6 +223,18 @@ options:
     type: str
     choices: [auto, enabled, disabled]
     default: auto
+  allow_proprietary:
+    description: C(nvidia_driver_allow_proprietary) (the proprietary module on Turing-or-newer, pre-Blackwell GPUs).
+    type: bool
+    default: false
+  mok_key:
+    description: C(nvidia_driver_mok_key); with Secure Boot on and DKMS modules it must exist on the host.
+    type: str
+    default: ""
+  mok_certificate:
+    description: C(nvidia_driver_mok_certificate); with Secure Boot on and DKMS modules it must exist and be enrolled (C(mokutil --test-key)).
+    type: str
+    default: ""
   controller_machine_id:
     description: The controller's C(/etc/machine-id) (the role looks it up on the controller).
     type: str
@@ -355,7 +367,11 @@ other_sources:
   type: list
   elements: str
 refusals:
-  description: What the role must refuse before any change, in its own words (empty when nothing); the module itself does not fail.
+  description:
+    - What the role must refuse before any change, in its own words (empty when nothing); the module itself does not fail.
+    - A proprietary module on GPUs that need the open one (Blackwell, or the kernel log said so), a proprietary module on
+      Turing or newer without O(allow_proprietary), the open module on older GPUs, Secure Boot without a usable MOK
+      (set, present, enrolled), and other apt sources for O(repo_url).
   returned: mode is state
   type: list
   elements: str
@@ -502,7 +518,7 @@ def main():
             repository_files=dict(type="list", elements="path", default=[]),
             keyring=dict(type="path"),
             repo_key_fingerprints=dict(type="list", elements="str", default=[], no_log=False),
-            repo_key_min_validity_days=dict(type="int", default=30),
+            repo_key_min_validity_days=dict(type="int", default=30, no_log=False),
             repo_url=dict(type="str", default=""),
             repo_sources_file=dict(type="path"),
             options_file=dict(type="path"),
@@ -510,6 +526,9 @@ def main():
             persistenced=dict(type="bool", default=False),
             kernel_module_steps=dict(type="bool", default=True),
             secure_boot=dict(type="str", default="auto", choices=["auto", "enabled", "disabled"]),
+            allow_proprietary=dict(type="bool", default=False),
+            mok_key=dict(type="str", default="", no_log=False),
+            mok_certificate=dict(type="str", default=""),
             controller_machine_id=dict(type="str", default=""),
             connection=dict(type="str", default="ssh"),
             inventory_hostname=dict(type="str", default=""),

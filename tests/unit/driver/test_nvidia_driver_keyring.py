@@ -57,7 +57,7 @@ def real_run(argv):
     binary = shutil.which(argv[0])
     if binary is None:
         return None
-    done = subprocess.run([binary] + argv[1:], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    done = subprocess.run([binary] + argv[1:], capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"), check=False)
     return done.returncode, done.stdout, done.stderr
 
 
