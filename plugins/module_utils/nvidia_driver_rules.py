@@ -12,6 +12,8 @@
   plans with apt as today;
 - `reboot_reasons` (kernel.yml:4-14), `secure_boot_on` and `is_control_node` (facts.yml:40-53);
 - `judge`: the verification checks of verify.yml:51-138, with the same words.
+- the refusals that need the host (refuse.yml before issue 20: GPU generation against the flavour, Secure Boot
+  without a usable MOK) and repository.yml's keyring decision (`gpg --with-colons` parsed) and duplicate sources.
 
 No I/O here: module_utils/nvidia_driver_state.py reads the host.
 """
@@ -22,6 +24,7 @@ import base64
 import hashlib
 import json
 import re
+import time
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
@@ -305,6 +308,172 @@ def is_control_node(connection, inventory_hostname, ansible_host, target_machine
     return ((connection or "ssh") == "local" or inventory_hostname in LOCAL_NAMES
             or (ansible_host or inventory_hostname) in LOCAL_NAMES
             or (len(target) > 0 and target == (controller_machine_id or "").strip()))
+
+
+# -- refusals that need the host's state (refuse.yml before issue 20, same words) ---------------------
+def _version_at_least(text, floor):
+    numbers = [int(part) for part in re.findall(r"\d+", str(text))]
+    return tuple(numbers or [0]) >= floor
+
+
+def gpu_generations(gpus):
+    """The generation rule (docs/nvidia-driver.md): compute capability when the driver reports it, else the PCI
+    device id (every Turing-or-newer GPU from 0x1e00, every Blackwell-or-newer from 0x2900)."""
+    generations = []
+    for gpu in gpus:
+        capability = gpu.get("compute_capability")
+        if capability is not None and capability != "":
+            blackwell, turing = _version_at_least(capability, (10, 0)), _version_at_least(capability, (7, 5))
+        else:
+            device = int(str(gpu.get("device_id") or "0"), 16)
+            blackwell, turing = device >= 0x2900, device >= 0x1e00
+        generations.append({"address": gpu.get("address"), "device_id": gpu.get("device_id"),
+                            "compute_capability": capability, "blackwell_or_newer": blackwell,
+                            "turing_or_newer": turing})
+    return generations
+
+
+def module_refusals(gpu_info, flavor, allow_proprietary, hostname):
+    """The three flavour-versus-generation refusals, in refuse.yml's order and words."""
+    gpus = [device for device in (gpu_info or {}).get("devices") or [] if device.get("kind") == "gpu"]
+    generations = gpu_generations(gpus)
+    refusals = []
+    blackwell = [gen["address"] for gen in generations if gen["blackwell_or_newer"]]
+    diagnosis = [item.get("message") for item in (gpu_info or {}).get("diagnosis") or []
+                 if item.get("code") == "open_module_required"]
+    if flavor != "open" and (blackwell or diagnosis):
+        refusals.append(
+            "nvidia_driver_flavor is 'proprietary' but %s has GPU(s) that only run with NVIDIA's open kernel module: %s. "
+            "The proprietary module loads, then logs \"requires use of the NVIDIA open kernel modules\" and nvidia-smi "
+            "finds no devices. Set nvidia_driver_flavor: open." % (hostname, "; ".join(blackwell + diagnosis)))
+    turing = [gen["address"] for gen in generations if gen["turing_or_newer"]]
+    if flavor != "open" and not allow_proprietary and turing:
+        refusals.append(
+            "nvidia_driver_flavor is 'proprietary' but GPU(s) %s are Turing or newer, where NVIDIA's open kernel module is "
+            "the supported path. Set nvidia_driver_flavor: open, or set nvidia_driver_allow_proprietary: true to keep the "
+            "proprietary module on these (pre-Blackwell) GPUs." % ", ".join(turing))
+    old = [gen["address"] for gen in generations if not gen["turing_or_newer"]]
+    if flavor != "proprietary" and old:
+        refusals.append(
+            "nvidia_driver_flavor is 'open' but GPU(s) %s are older than Turing, which the open kernel module does not "
+            "support (and branch 590 dropped entirely). Use nvidia_driver_flavor: proprietary with nvidia_driver_branch "
+            "\"580\" or older." % ", ".join(old))
+    return refusals
+
+
+def secure_boot_refusal(secure_boot_on_, setting, kernel_modules, mok_key, mok_certificate):
+    """Secure Boot on, DKMS modules and no MOK pair: the refusal (refuse.yml's words), else ''."""
+    if not secure_boot_on_ or kernel_modules == "precompiled" or (mok_key and mok_certificate):
+        return ""
+    return (
+        "Secure Boot is on (%s) and nvidia_driver_mok_key / nvidia_driver_mok_certificate are not set, so the kernel would "
+        "refuse the DKMS-built nvidia modules. Nothing was installed. Either: (1) create a key pair on the host (openssl "
+        "req -new -x509 -newkey rsa:2048 -nodes -days 36500 -subj \"/CN=nvidia DKMS MOK/\" -outform DER -keyout "
+        "/var/lib/dkms/mok.key -out /var/lib/dkms/mok.der), enrol it (mokutil --import /var/lib/dkms/mok.der, reboot, "
+        "confirm in MOK Manager), then set nvidia_driver_mok_key: /var/lib/dkms/mok.key and nvidia_driver_mok_certificate: "
+        "/var/lib/dkms/mok.der; or (2) on Ubuntu, use Canonical's signed modules (nvidia_driver_source: ubuntu, "
+        "nvidia_driver_kernel_modules: precompiled), which need no MOK; or (3) disable Secure Boot in the firmware setup."
+        % ("nvidia_driver_secure_boot: enabled" if setting == "enabled" else "read from the EFI variable SecureBoot"))
+
+
+def mok_refusals(missing, certificate, mokutil_stdout):
+    """The MOK files must exist and the certificate be enrolled (refuse.yml's words). missing: the MOK paths that
+    do not exist; mokutil_stdout: `mokutil --test-key CERT` output, or None when it was not asked."""
+    if missing:
+        return ["Secure Boot is on and nvidia_driver_mok_key / nvidia_driver_mok_certificate name files missing on the "
+                "host: %s. Create and enrol the key pair first (see docs/nvidia-driver.md \"Secure Boot\")."
+                % ", ".join(missing)]
+    if mokutil_stdout and "is not enrolled" in mokutil_stdout:
+        return ["mokutil says %s is not enrolled, so modules DKMS signs with it would not load under Secure Boot. Nothing "
+                "was installed. Run `mokutil --import %s`, reboot, confirm \"Enroll MOK\" in MOK Manager, then run the "
+                "role again." % (certificate, certificate)]
+    return []
+
+
+# -- the repository keyring (repository.yml's shell read, issue 19: its awk parser moved here) -------
+def parse_gpg_colons(text, now, min_validity_days):
+    """`gpg --show-keys --with-colons` output -> one {fingerprint, state, expires} per primary key, as
+    repository.yml's awk did: the `fpr` record right after a `pub` record is that key's fingerprint; state is
+    revoked (validity r), expired (validity e, or expiry <= now), expiring (expiry within min_validity_days) or
+    lasting. expires: epoch seconds as text, or '' for a key that does not expire."""
+    until = now + int(min_validity_days) * 86400
+    keys = []
+    pub = None
+    for line in (text or "").splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            pub = (fields[1] if len(fields) > 1 else "", fields[6] if len(fields) > 6 else "")
+            continue
+        if fields[0] == "fpr" and pub is not None and len(fields) > 9:
+            validity, expires = pub
+            state = "lasting"
+            if validity == "r":
+                state = "revoked"
+            elif validity == "e" or (expires != "" and int(expires) <= now):
+                state = "expired"
+            elif expires != "" and int(expires) <= until:
+                state = "expiring"
+            keys.append({"fingerprint": fields[9], "state": state, "expires": expires})
+        pub = None
+    return keys
+
+
+def normalized_fingerprints(fingerprints):
+    """nvidia_driver_repo_key_fingerprints as compared: upper case, without spaces."""
+    return [str(fpr).upper().replace(" ", "") for fpr in fingerprints or []]
+
+
+def keyring_download_reason(keyring, gpg_found, gpg_rc, file_description, keys, fingerprints, min_validity_days):
+    """Why the repository key must be downloaded, '' when the installed keyring will do (repository.yml's
+    "Decide whether the repository key must be downloaded", same words). file_description: stat's
+    `%F:%a:%U:%G` of the keyring ('regular file:644:root:root'), or 'absent'."""
+    if not gpg_found:
+        return "gpg is not installed (it reads the keyring and checks a downloaded key)"
+    if gpg_rc != 0:
+        return "%s is missing or not an OpenPGP keyring gpg can read" % keyring
+    if file_description != "regular file:644:root:root":
+        return "%s is a %s, not a regular file, mode 644, owned by root:root" % (keyring, file_description)
+    wanted = normalized_fingerprints(fingerprints)
+    accepted = [key for key in keys if key["fingerprint"] in wanted]
+    if not accepted:
+        return "%s has no key with a fingerprint in nvidia_driver_repo_key_fingerprints" % keyring
+    if not any(key["state"] == "lasting" for key in accepted):
+        first = accepted[0]
+        expiry = ""
+        if first["expires"]:
+            expiry = " (expiry %s)" % time.strftime("%Y-%m-%d", time.gmtime(int(first["expires"])))
+        return "%s: key %s is %s%s, nvidia_driver_repo_key_min_validity_days is %s" % (
+            keyring, first["fingerprint"], first["state"], expiry, min_validity_days)
+    return ""
+
+
+def stat_description(state):
+    """GNU stat's `%F:%a:%U:%G` for a host_state.file_state() result (what repository.yml compared)."""
+    if not state["exists"]:
+        return "absent"
+    kinds = {"file": "regular file" if state.get("content") else "regular empty file", "directory": "directory",
+             "link": "symbolic link"}
+    return "%s:%s:%s:%s" % (kinds.get(state["kind"], "other file"), state["mode"].lstrip("0") or "0",
+                            state["owner"], state["group"])
+
+
+def duplicate_sources(listing, url, own_name):
+    """repository.yml's duplicate-source refusal: listing is [(name, bytes or None)] of /etc/apt/sources.list.d;
+    the names (*.list, *.sources, not hidden, not own_name) whose content contains url."""
+    found = []
+    for name, content in listing:
+        if name == own_name or name.startswith(".") or not (name.endswith(".list") or name.endswith(".sources")):
+            continue
+        if content is not None and url and url.encode("utf-8") in content:
+            found.append(name)
+    return sorted(found)
+
+
+def duplicate_source_message(paths, url, sources_file):
+    """The words of repository.yml's "Fail on a duplicate source"."""
+    return ("%s already point(s) apt at %s (e.g. from NVIDIA's cuda-keyring package); apt refuses two sources for one "
+            "repository with different Signed-By keyrings. Remove that file (and the cuda-keyring package), then run "
+            "again: this role manages %s." % (", ".join(paths), url, sources_file))
 
 
 # -- verification ----------------------------------------------------------------------------------

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import stat
+import tempfile
+import time
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import apt_transaction as at
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
@@ -75,6 +79,53 @@ def _persistenced_needs(io, params):
     if params["kernel_module_steps"] and unit.get("ActiveState") != "active":
         reasons.append("nvidia-persistenced is %s, wanted active" % (unit.get("ActiveState") or "unknown"))
     return reasons
+
+
+def _keyring_reason(io, params):
+    """repository.yml's keyring read: gpg lists the keyring in a throw-away home; '' when it will do."""
+    keyring = params["keyring"]
+    home = tempfile.mkdtemp(prefix="gpufleet-gpg-")
+    try:
+        result = io.run(["gpg", "--homedir", home, "--batch", "--show-keys", "--with-colons", "--", io.path(keyring)])
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    keys = rules.parse_gpg_colons(result[1], int(time.time()), params["repo_key_min_validity_days"]) \
+        if result is not None and result[0] == 0 else []
+    return rules.keyring_download_reason(keyring, result is not None, result[0] if result is not None else None,
+                                         rules.stat_description(hs.file_state(io.path(keyring))), keys,
+                                         params["repo_key_fingerprints"], params["repo_key_min_validity_days"])
+
+
+def _duplicate_sources(io, params):
+    """Other files in /etc/apt/sources.list.d naming the repository URL (repository.yml's find)."""
+    directory = "/etc/apt/sources.list.d"
+    try:
+        names = sorted(os.listdir(io.path(directory)))
+    except OSError:
+        names = []
+    listing = []
+    for name in names:
+        path = os.path.join(directory, name)
+        info = io.stat(path)
+        if info is not None and stat.S_ISREG(info.st_mode):
+            listing.append((name, io.read(path)))
+    found = rules.duplicate_sources(listing, params["repo_url"], os.path.basename(params["repo_sources_file"] or ""))
+    return [os.path.join(directory, name) for name in found]
+
+
+def _secure_boot_refusals(io, params, secure_boot):
+    """refuse.yml's Secure Boot checks: a MOK pair is set, its files exist, mokutil knows the certificate."""
+    missing_pair = rules.secure_boot_refusal(secure_boot, params["secure_boot"], params["kernel_modules"],
+                                             params["mok_key"], params["mok_certificate"])
+    if missing_pair:
+        return [missing_pair]
+    if not secure_boot or params["kernel_modules"] != "dkms":
+        return []
+    missing = [path for path in (params["mok_key"], params["mok_certificate"]) if io.stat(path) is None]
+    if missing:
+        return rules.mok_refusals(missing, params["mok_certificate"], None)
+    answer = io.run(["mokutil", "--test-key", params["mok_certificate"]])
+    return rules.mok_refusals([], params["mok_certificate"], answer[1] if answer is not None else None)
 
 
 def _installed_from_smi_owner(io):
@@ -176,13 +227,20 @@ def read_state(params, io):
     directories = _directory_reasons(io, params["directories"])
     keyring = params["keyring"]
     repository = sorted(path for path in files if path in params["repository_files"])
-    if keyring and io.stat(keyring) is None:
-        repository.append(keyring)
+    key_reason = _keyring_reason(io, params) if keyring else ""
+    if key_reason:
+        repository.append(key_reason)
+    other_sources = _duplicate_sources(io, params) if params["repo_url"] else []
+    refusals = rules.module_refusals(gpu_info, params["flavor"], params["allow_proprietary"], params["inventory_hostname"])
     persistenced = _persistenced_needs(io, params)
     headers = params["headers_package"]
     headers_missing = [headers] if headers and headers not in installed else []
 
     efivar = io.read(SECURE_BOOT_VAR) if params["secure_boot"] == "auto" else None
+    secure_boot = rules.secure_boot_on(params["secure_boot"], efivar)
+    refusals += _secure_boot_refusals(io, params, secure_boot)
+    if other_sources:
+        refusals.append(rules.duplicate_source_message(other_sources, params["repo_url"], params["repo_sources_file"]))
     machine_id = io.read("/etc/machine-id")
     installed_version = keep["driver_version"] if keep["keep"] else ""
     options_file = params["options_file"]
@@ -191,6 +249,8 @@ def read_state(params, io):
                  + [{"kind": "directory", "name": spec["path"]} for spec in params["directories"]]
                  + [{"kind": "file", "name": os.path.join(preferences_dir, name)} for name in params["preferences"]]
                  + ([{"kind": "file", "name": params["keep_record"]}] if params["keep_record"] else [])
+                 + ([{"kind": "file", "name": keyring}] if keyring else [])
+                 + ([{"kind": "directory", "name": "/etc/apt/sources.list.d"}] if params["repo_url"] else [])
                  + ([{"kind": "service", "name": "nvidia-persistenced"}] if params["persistenced"] else []))
     return {
         "needs": {
@@ -204,6 +264,9 @@ def read_state(params, io):
         },
         "reasons": {"files": files, "directories": directories, "repository": repository, "persistenced": persistenced,
                     "headers": ["not installed: %s" % name for name in headers_missing], "packages": keep["reasons"]},
+        "key_download_reason": key_reason,
+        "other_sources": other_sources,
+        "refusals": refusals,
         "keep": keep,
         "fast_keep": fast,
         "index_signature": signature,
@@ -212,7 +275,7 @@ def read_state(params, io):
         "installed_stack_names": sorted(name for name in installed if re.search(stack, name)),
         "reboot_reasons": rules.reboot_reasons(gpu_info, installed_version, params["flavor"],
                                                bool(options_file) and options_file in files),
-        "secure_boot_on": rules.secure_boot_on(params["secure_boot"], efivar),
+        "secure_boot_on": secure_boot,
         "is_control_node": rules.is_control_node(params["connection"], params["inventory_hostname"], params["ansible_host"],
                                                  machine_id.decode("utf-8", "replace") if machine_id else "",
                                                  params["controller_machine_id"]),

@@ -177,7 +177,29 @@ options:
     elements: path
     default: []
   keyring:
-    description: The repository keyring; a missing one sets RV(needs.repository). Its fingerprint is not checked here yet.
+    description:
+      - The repository keyring. Listed with C(gpg --show-keys --with-colons) in a throw-away GnuPG home, as the role's
+        C(repository.yml) does; RV(key_download_reason) says why a new key must be downloaded (gpg missing, an
+        unreadable keyring, not a regular file mode 644 owned by root:root, no key of O(repo_key_fingerprints), or
+        none that is valid for O(repo_key_min_validity_days) more days), and sets RV(needs.repository).
+    type: path
+  repo_key_fingerprints:
+    description: C(nvidia_driver_repo_key_fingerprints); spaces and case do not matter.
+    type: list
+    elements: str
+    default: []
+  repo_key_min_validity_days:
+    description: C(nvidia_driver_repo_key_min_validity_days).
+    type: int
+    default: 30
+  repo_url:
+    description:
+      - C(nvidia_driver_repo_url). Other C(*.list)/C(*.sources) files in C(/etc/apt/sources.list.d) naming it are
+        returned in RV(other_sources) and refused in RV(refusals). Empty skips the check.
+    type: str
+    default: ""
+  repo_sources_file:
+    description: C(nvidia_driver_repo_sources_file), the one source file for O(repo_url) that the role manages.
     type: path
   options_file:
     description: The kernel module options file among O(files); a difference is a reboot reason.
@@ -201,6 +223,18 @@ options:
     type: str
     choices: [auto, enabled, disabled]
     default: auto
+  allow_proprietary:
+    description: C(nvidia_driver_allow_proprietary) (the proprietary module on Turing-or-newer, pre-Blackwell GPUs).
+    type: bool
+    default: false
+  mok_key:
+    description: C(nvidia_driver_mok_key); with Secure Boot on and DKMS modules it must exist on the host.
+    type: str
+    default: ""
+  mok_certificate:
+    description: C(nvidia_driver_mok_certificate); with Secure Boot on and DKMS modules it must exist and be enrolled (C(mokutil --test-key)).
+    type: str
+    default: ""
   controller_machine_id:
     description: The controller's C(/etc/machine-id) (the role looks it up on the controller).
     type: str
@@ -309,7 +343,7 @@ needs:
       type: list
       elements: str
     repository:
-      description: A repository file differs or the keyring is missing.
+      description: A repository file differs or the keyring needs a new key (RV(key_download_reason)).
       type: bool
     persistenced:
       description: nvidia-persistenced is not enabled (or not active with kernel module steps).
@@ -323,6 +357,24 @@ reasons:
   returned: mode is state
   type: dict
   sample: {files: {/etc/modprobe.d/gpufleet-nvidia.conf: [content differs]}, packages: []}
+key_download_reason:
+  description: Why the repository key must be downloaded (the role's words), empty when the keyring will do or without O(keyring).
+  returned: mode is state
+  type: str
+other_sources:
+  description: Other apt source files pointing at O(repo_url).
+  returned: mode is state
+  type: list
+  elements: str
+refusals:
+  description:
+    - What the role must refuse before any change, in its own words (empty when nothing); the module itself does not fail.
+    - A proprietary module on GPUs that need the open one (Blackwell, or the kernel log said so), a proprietary module on
+      Turing or newer without O(allow_proprietary), the open module on older GPUs, Secure Boot without a usable MOK
+      (set, present, enrolled), and other apt sources for O(repo_url).
+  returned: mode is state
+  type: list
+  elements: str
 fast_keep:
   description: The fast keep holds and O(keep_record) vouches for it (the request, indexes and stack apt agreed on are unchanged).
   returned: mode is state
@@ -465,11 +517,18 @@ def main():
             directories=dict(type="list", elements="dict", default=[], options=PATH_SPEC),
             repository_files=dict(type="list", elements="path", default=[]),
             keyring=dict(type="path"),
+            repo_key_fingerprints=dict(type="list", elements="str", default=[], no_log=False),
+            repo_key_min_validity_days=dict(type="int", default=30, no_log=False),
+            repo_url=dict(type="str", default=""),
+            repo_sources_file=dict(type="path"),
             options_file=dict(type="path"),
             headers_package=dict(type="str", default=""),
             persistenced=dict(type="bool", default=False),
             kernel_module_steps=dict(type="bool", default=True),
             secure_boot=dict(type="str", default="auto", choices=["auto", "enabled", "disabled"]),
+            allow_proprietary=dict(type="bool", default=False),
+            mok_key=dict(type="str", default="", no_log=False),
+            mok_certificate=dict(type="str", default=""),
             controller_machine_id=dict(type="str", default=""),
             connection=dict(type="str", default="ssh"),
             inventory_hostname=dict(type="str", default=""),

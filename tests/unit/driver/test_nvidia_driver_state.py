@@ -60,7 +60,9 @@ def params(**overrides):
                 files=[{"path": BLACKLIST, "content": "blacklist nouveau\n", "mode": "0644", "owner": OWNER, "group": GROUP},
                        {"path": OPTIONS, "content": None, "mode": None, "owner": None, "group": None}],
                 directories=[{"path": "/etc/modprobe.d", "mode": None, "owner": OWNER, "group": None}],
-                repository_files=[], keyring=None, headers_package="", options_file=OPTIONS, persistenced=True, kernel_module_steps=True,
+                repository_files=[], keyring=None, repo_key_fingerprints=[], repo_key_min_validity_days=30, repo_url="",
+                repo_sources_file=None, allow_proprietary=False, mok_key="", mok_certificate="", headers_package="",
+                options_file=OPTIONS, persistenced=True, kernel_module_steps=True,
                 secure_boot="auto", controller_machine_id="", connection="ssh", inventory_hostname="gpu1",
                 ansible_host="10.0.0.5", gpu_info={"modules_loaded": {"nvidia": True}, "driver_version": "580.173.02",
                                                    "module_flavor": "open"},
@@ -93,7 +95,9 @@ def test_drift_is_found_and_said(tmp_path):
     assert result["needs"]["headers"] and result["reasons"]["headers"] == ["not installed: linux-headers-6.8.0-146-generic"]
     assert result["needs"]["files"] == [BLACKLIST, OPTIONS]
     assert result["reasons"]["files"] == {BLACKLIST: ["mode 0600, wanted 0644"], OPTIONS: ["present, wanted absent"]}
-    assert result["needs"]["repository"] and result["reasons"]["repository"] == [BLACKLIST, "/etc/apt/keyrings/none.asc"]
+    # the keyring's reason is the role's download reason (this fake run has no gpg; test_nvidia_driver_keyring runs it)
+    assert result["needs"]["repository"] and result["reasons"]["repository"] == [
+        BLACKLIST, "gpg is not installed (it reads the keyring and checks a downloaded key)"]
     assert result["reasons"]["persistenced"] == ["nvidia-persistenced is disabled, wanted enabled",
                                                  "nvidia-persistenced is inactive, wanted active"]
     assert result["needs"]["packages"] and result["keep"]["plan"] == rules.PLAN_WITH_APT
