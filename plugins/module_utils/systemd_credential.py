@@ -169,4 +169,5 @@ def run_systemd_credentials(module, params):
         results[one["name"]] = run_systemd_credential(module, one)
     return {"changed": any(r["changed"] for r in results.values()), "credentials": results,
             "restart_marked": any(r["restart_marked"] for r in results.values()),
-            "resources": [path for r in results.values() for path in paths(params["directory"], r["name"]).values()]}
+            # One file per credential: the one in use, or where the plain one would be (absent).
+            "resources": [r["path"] or os.path.join(params["directory"], r["name"]) for r in results.values()]}

@@ -171,11 +171,13 @@ credentials:
   sample: {api-key: {name: api-key, path: /etc/gpufleet/sglang/credentials/api-key.cred, format: encrypted,
                      directive: LoadCredentialEncrypted, changed: false, restart_marked: false}}
 resources:
-  description: With O(credentials), the credential files (both formats) this call manages (read by the project's benchmark).
+  description:
+    - With O(credentials), one file per credential (the one in use; for an absent one, where its plain file would be),
+      read by the project's benchmark.
   returned: with O(credentials)
   type: list
   elements: str
-  sample: [/etc/gpufleet/sglang/credentials/api-key.cred, /etc/gpufleet/sglang/credentials/api-key]
+  sample: [/etc/gpufleet/sglang/credentials/api-key.cred, /etc/gpufleet/sglang/credentials/environment]
 """
 
 from ansible.module_utils.basic import AnsibleModule
