@@ -55,7 +55,7 @@ REMOTE_READ = frozenset({
 CONTROLLER_ONLY = frozenset({
     "assert", "set_fact", "debug", "fail", "meta", "include_tasks", "import_tasks", "include_role",
     "import_role", "include_vars", "include", "validate_argument_spec", "set_stats", "add_host", "group_by",
-    "pause", "role_inputs",
+    "pause", "role_inputs", "controller_file",
 })
 # Decided by the task's arguments or mode.
 COMMANDS = frozenset({"command", "shell", "script", "raw"})

@@ -142,3 +142,32 @@ def run_systemd_credential(module, params):
     if stale:
         os.unlink(other)
     return result
+
+
+def run_systemd_credentials(module, params):
+    """Several credentials in one module run (O(credentials)): each as run_systemd_credential stores it.
+
+    Every name and every state=present value is checked before the first write; the results are keyed by name."""
+    wanted = []
+    problems = []
+    for entry in params["credentials"]:
+        one = {key: params.get(key) for key in ("directory", "encrypt", "restart_marker", "restart_source")}
+        one.update(name=entry["name"], value=entry.get("value"), state=entry.get("state") or "present",
+                   restart_reason=entry.get("restart_reason"))
+        if not NAME_RE.match(one["name"] or ""):
+            problems.append("name=%r must be letters, digits, '.', '_' or '-'" % one["name"])
+        elif one["state"] == "present" and one["value"] is None:
+            problems.append("state=present needs value (name=%s)" % one["name"])
+        wanted.append(one)
+    names = [one["name"] for one in wanted]
+    if len(set(names)) != len(names):
+        problems.append("credentials[].name must be unique (got %s)" % ", ".join(names))
+    if problems:
+        module.fail_json(msg="systemd_credential: %s. Nothing was written." % "; ".join(problems), changed=False)
+    results = {}
+    for one in wanted:
+        results[one["name"]] = run_systemd_credential(module, one)
+    return {"changed": any(r["changed"] for r in results.values()), "credentials": results,
+            "restart_marked": any(r["restart_marked"] for r in results.values()),
+            # One file per credential: the one in use, or where the plain one would be (absent).
+            "resources": [r["path"] or os.path.join(params["directory"], r["name"]) for r in results.values()]}

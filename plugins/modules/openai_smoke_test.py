@@ -152,6 +152,16 @@ options:
         without failing (a progress step of a longer wait); with checks it fails.
     type: int
     default: 0
+  not_ready_fails:
+    description:
+      - With O(checks) and O(wait_timeout), what a server that is not ready in time means.
+      - V(true) fails the module (the checks cannot run).
+      - V(false) returns RV(ready=false) without failing and without running the checks, as a progress step
+        of a longer wait does; once the server is ready the same call runs the checks. A wait loop then needs
+        one call per step and no separate call for the checks.
+      - A unit that failed or restarted while waiting fails the module either way.
+    type: bool
+    default: true
   poll_interval:
     description: Seconds between readiness probes.
     type: float
@@ -215,6 +225,16 @@ EXAMPLES = r"""
     checks: []
     wait_timeout: 30
     unit: sglang-kimi-k2.5.service
+
+- name: One step of a readiness wait that runs the checks as soon as the server is ready
+  gpufleet.llm_server.openai_smoke_test:
+    base_url: http://127.0.0.1:30000
+    served_model_name: kimi-k2.5
+    checks: [models, chat, stream]
+    wait_timeout: 30
+    not_ready_fails: false
+    unit: sglang-kimi-k2.5.service
+  register: smoke_step
 
 - name: A quick check with tight limits (10 s per request, 30 s for all)
   gpufleet.llm_server.openai_smoke_test:
@@ -537,6 +557,7 @@ def main():
             concurrency=dict(type="int", default=4),
             validate_certs=dict(type="bool", default=True),
             wait_timeout=dict(type="int", default=0),
+            not_ready_fails=dict(type="bool", default=True),
             poll_interval=dict(type="float", default=2.0),
             probe_timeout=dict(type="float", default=25.0),
             unit=dict(type="str"),
@@ -574,8 +595,9 @@ def main():
             module.fail_json(msg="%s %s after %ss; journal tail:\n%s" % (
                 params["unit"], wait["problem"], wait["elapsed_s"], "\n".join(wait["journal"])), **result)
         if not wait["ready"]:
-            result["summary"] = [_ready_line(wait, "FAILED" if params["checks"] else "WAITING")]
-            if params["checks"]:
+            fails = bool(params["checks"]) and params["not_ready_fails"]
+            result["summary"] = [_ready_line(wait, "FAILED" if fails else "WAITING")]
+            if fails:
                 result["failed_checks"] = ["ready"]
                 result["causes"] = [dict(wait["cause"], checks=["ready"])]
                 result["rollback_advised"] = True

@@ -25,13 +25,48 @@ author:
   - gpufleet maintainers (@gpufleet)
 options:
   dest:
-    description: The file to write. Its directory must exist.
+    description:
+      - The file to write. Its directory must exist.
+      - Required unless O(files) is given (then not allowed).
     type: path
-    required: true
   content:
-    description: The whole content of the file (UTF-8 text).
+    description:
+      - The whole content of the file (UTF-8 text).
+      - Required with O(dest).
     type: str
-    required: true
+  files:
+    description:
+      - Several files in one module run instead of O(dest) and O(content). Each is compared, marked and written
+        as a single file would be (its own temporary file and atomic rename, its own diff); the task is changed
+        when any file changed, and RV(files) has the result of each.
+      - Every directory is checked before the first write; a missing one fails the call with nothing written.
+    type: list
+    elements: dict
+    suboptions:
+      dest:
+        description: The file to write.
+        type: path
+        required: true
+      content:
+        description: Its whole content (UTF-8 text).
+        type: str
+        required: true
+      owner:
+        description: Owner of this file (default O(owner)).
+        type: str
+      group:
+        description: Group of this file (default O(group)).
+        type: str
+      mode:
+        description: Mode of this file (default O(mode)).
+        type: raw
+      restart_reason:
+        description: Why a restart is pending when this file changes; defaults to C(<dest> changed).
+        type: str
+      restart:
+        description: V(false) for a file whose change needs no restart (no marker line for it).
+        type: bool
+        default: true
   owner:
     description: Owner of the file.
     type: str
@@ -59,7 +94,7 @@ attributes:
     description: Reports whether the file (content or attributes) would change; writes neither file nor marker.
   diff_mode:
     support: full
-    description: Shows the content before and after.
+    description: Shows the content before and after (one diff per changed file with O(files)).
   platform:
     support: full
     platforms: posix
@@ -83,16 +118,33 @@ EXAMPLES = r"""
     restart_marker: /var/lib/gpufleet/sglang/restart-pending
     restart_source: sglang_service
     restart_reason: the unit sglang-kimi-k2.5.service changed
+
+- name: Write the environment file and the unit in one module run; either change marks the restart pending
+  gpufleet.llm_server.server_file:
+    files:
+      - dest: /etc/gpufleet/sglang/kimi-k2.5.env
+        content: "{{ lookup('ansible.builtin.template', 'sglang.env.j2') }}"
+        mode: "0600"
+        restart_reason: the environment file changed
+      - dest: /etc/systemd/system/sglang-kimi-k2.5.service
+        content: "{{ lookup('ansible.builtin.template', 'sglang.service.j2') }}"
+        mode: "0644"
+        restart_reason: the unit sglang-kimi-k2.5.service changed
+    owner: root
+    group: root
+    restart_marker: /var/lib/gpufleet/sglang/restart-pending
+    restart_source: sglang_service
+  register: server_files
 """
 
 RETURN = r"""
 dest:
   description: The file written.
-  returned: always
+  returned: with O(dest)
   type: str
   sample: /etc/systemd/system/sglang-kimi-k2.5.service
 content_changed:
-  description: Whether the content differs (or would, in check mode) from what was on disk.
+  description: Whether the content differs (or would, in check mode) from what was on disk (any file's, with O(files)).
   returned: always
   type: bool
   sample: true
@@ -101,17 +153,51 @@ restart_marked:
   returned: always
   type: bool
   sample: true
+files:
+  description: With O(files), one result per file, in the order given.
+  returned: with O(files)
+  type: list
+  elements: dict
+  contains:
+    dest:
+      description: The file.
+      type: str
+    changed:
+      description: Whether its content or attributes changed (or would).
+      type: bool
+    content_changed:
+      description: Whether its content differs.
+      type: bool
+    restart_marked:
+      description: Whether its change appended a line to O(restart_marker).
+      type: bool
+  sample: [{dest: /etc/systemd/system/sglang-kimi-k2.5.service, changed: false, content_changed: false, restart_marked: false}]
+resources:
+  description: With O(files), the files this call manages (read by the project's benchmark).
+  returned: with O(files)
+  type: list
+  elements: str
+  sample: [/etc/gpufleet/sglang/kimi-k2.5.env, /etc/systemd/system/sglang-kimi-k2.5.service]
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.server_file import run_server_file
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.server_file import run_server_file, run_server_files
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            dest=dict(type="path", required=True),
-            content=dict(type="str", required=True),
+            dest=dict(type="path"),
+            content=dict(type="str"),
+            files=dict(type="list", elements="dict", options=dict(
+                dest=dict(type="path", required=True),
+                content=dict(type="str", required=True),
+                owner=dict(type="str"),
+                group=dict(type="str"),
+                mode=dict(type="raw"),
+                restart_reason=dict(type="str"),
+                restart=dict(type="bool", default=True),
+            )),
             owner=dict(type="str"),
             group=dict(type="str"),
             mode=dict(type="raw"),
@@ -119,8 +205,13 @@ def main():
             restart_source=dict(type="str", default="server_file"),
             restart_reason=dict(type="str"),
         ),
+        mutually_exclusive=[("dest", "files"), ("content", "files")],
+        required_one_of=[("dest", "files")],
+        required_together=[("dest", "content")],
         supports_check_mode=True,
     )
+    if module.params["files"]:
+        module.exit_json(**run_server_files(module, module.params))
     module.exit_json(**run_server_file(module, module.params))
 
 

@@ -28,12 +28,37 @@ author:
   - gpufleet maintainers (@gpufleet)
 options:
   name:
-    description: Credential name (letters, digits, C(.), C(_), C(-)); the file name under C($CREDENTIALS_DIRECTORY).
+    description:
+      - Credential name (letters, digits, C(.), C(_), C(-)); the file name under C($CREDENTIALS_DIRECTORY).
+      - Required unless O(credentials) is given (then not allowed).
     type: str
-    required: true
   value:
     description: The secret. Required with O(state=present).
     type: str
+  credentials:
+    description:
+      - Several credentials in O(directory) in one module run instead of O(name), O(value) and O(state). Each is
+        compared and stored as a single one would be; the task is changed when any changed, and RV(credentials)
+        has each one's result by name.
+      - Every name and value is checked before the first write.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: Credential name, as O(name).
+        type: str
+        required: true
+      value:
+        description: The secret. Required with O(credentials[].state=present).
+        type: str
+      state:
+        description: V(present) or V(absent), as O(state).
+        type: str
+        choices: [present, absent]
+        default: present
+      restart_reason:
+        description: Why a restart is pending when this credential changes.
+        type: str
   directory:
     description: Where the credential file lives on the host (created 0700).
     type: path
@@ -96,6 +121,18 @@ EXAMPLES = r"""
   register: api_key_credential
   no_log: true
 
+- name: Store the API key and the secret environment in one module run (the HF token is not set here)
+  gpufleet.llm_server.systemd_credential:
+    credentials:
+      - name: api-key
+        value: "{{ llm_server_api_key }}"
+      - name: environment
+        state: absent
+    directory: /etc/gpufleet/sglang/credentials
+    restart_marker: /var/lib/gpufleet/sglang/restart-pending
+  register: sglang_credentials
+  no_log: true
+
 - name: Use it in the unit template
   ansible.builtin.debug:
     msg: "{{ api_key_credential.directive }}=api-key:{{ api_key_credential.path }}"
@@ -127,17 +164,38 @@ restart_marked:
   returned: always
   type: bool
   sample: false
+credentials:
+  description: With O(credentials), each credential's result (RV(path), RV(format), RV(directive), changed, restart_marked) by name.
+  returned: with O(credentials)
+  type: dict
+  sample: {api-key: {name: api-key, path: /etc/gpufleet/sglang/credentials/api-key.cred, format: encrypted,
+                     directive: LoadCredentialEncrypted, changed: false, restart_marked: false}}
+resources:
+  description:
+    - With O(credentials), one file per credential (the one in use; for an absent one, where its plain file would be),
+      read by the project's benchmark.
+  returned: with O(credentials)
+  type: list
+  elements: str
+  sample: [/etc/gpufleet/sglang/credentials/api-key.cred, /etc/gpufleet/sglang/credentials/environment]
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.systemd_credential import run_systemd_credential
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.systemd_credential import (
+    run_systemd_credential, run_systemd_credentials)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            name=dict(type="str", required=True),
+            name=dict(type="str"),
             value=dict(type="str", no_log=True),
+            credentials=dict(type="list", elements="dict", no_log=False, options=dict(
+                name=dict(type="str", required=True),
+                value=dict(type="str", no_log=True),
+                state=dict(type="str", choices=["present", "absent"], default="present"),
+                restart_reason=dict(type="str"),
+            )),
             directory=dict(type="path", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             encrypt=dict(type="str", choices=["auto", "always", "never"], default="auto"),
@@ -145,9 +203,12 @@ def main():
             restart_source=dict(type="str", default="systemd_credential"),
             restart_reason=dict(type="str"),
         ),
-        required_if=[("state", "present", ("value",))],
+        mutually_exclusive=[("name", "credentials"), ("value", "credentials")],
+        required_one_of=[("name", "credentials")],
         supports_check_mode=True,
     )
+    if module.params["credentials"]:
+        module.exit_json(**run_systemd_credentials(module, module.params))
     module.exit_json(**run_systemd_credential(module, module.params))
 
 

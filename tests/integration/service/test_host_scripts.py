@@ -190,3 +190,34 @@ def test_apply_script_reads_unit_marker_and_state(tmp_path):
     marker.unlink()
     lines = run(VARS["__sglang_service_apply_script"], str(unit), "", "sglang-a.service", env=env)
     assert lines[0] == "show LoadState=loaded" and not any(line.startswith(("unit", "marker")) for line in lines)
+
+
+def test_host_script_prints_the_previous_record(world):
+    record = world / "deployment-a.json"
+    lines = run(VARS["__sglang_service_host_script"], "root", "root", "", "record:%s" % record, "--")
+    assert not any(line.startswith("record") for line in lines)  # none yet: nothing printed
+    record.write_text('{"generated": "2026-12-01T00:00:00Z", "profile": "a"}\n')
+    lines = run(VARS["__sglang_service_host_script"], "root", "root", "", "700:%s" % world, "record:%s" % record, "--")
+    records = [line for line in lines if line.startswith("record ")]
+    assert len(records) == 1 and base64.b64decode(records[0][7:]) == record.read_bytes()
+    assert "directory_differs %s" % world in lines  # the directory items around it are still judged
+
+
+def test_apply_script_lists_the_units_of_other_profiles_only(tmp_path):
+    """What ansible.builtin.find (patterns sglang-*.service, contains the role's name, not ours) found."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    systemctl = fake_bin / "systemctl"
+    systemctl.write_text("#!/bin/sh\nprintf 'LoadState=loaded\\n'\n")
+    systemctl.chmod(systemctl.stat().st_mode | stat.S_IXUSR)
+    env = dict(os.environ, PATH="%s:%s" % (fake_bin, os.environ["PATH"]))
+    units = tmp_path / "system"
+    units.mkdir()
+    managed = "# gpufleet.llm_server.sglang_service: SGLang for model profile 'x'.\n[Service]\n"
+    (units / "sglang-a.service").write_text(managed)
+    (units / "sglang-b.service").write_text(managed)
+    (units / "sglang-hand.service").write_text("[Service]\nExecStart=/bin/true\n")  # not ours: left alone
+    (units / "sglang-c.service").symlink_to(units / "sglang-b.service")  # a link, not a unit file of ours
+    (units / "other-b.service").write_text(managed)
+    lines = run(VARS["__sglang_service_apply_script"], str(units / "sglang-a.service"), "", "sglang-a.service", env=env)
+    assert lines == ["unit present", "other sglang-b.service", "show LoadState=loaded"]

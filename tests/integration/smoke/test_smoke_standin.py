@@ -180,6 +180,26 @@ def test_module_through_ansible_reports_and_fails_with_diagnosis(standin, tmp_pa
     assert any(line.startswith("tools") and "FAILED" in line for line in result["summary"])
 
 
+def test_wait_step_runs_the_checks_once_ready_and_only_then(standin, tmp_path):
+    """not_ready_fails=false (the role's wait loop): a step that times out is a progress step (no failure,
+    no check sent); the step in which the server is ready runs the checks in the same call."""
+    port = free_port()
+    step = {"served_model_name": "kimi-k2.5", "profile": "kimi-k2.5", "checks": ["models", "chat"], "timeout": 20,
+            "wait_timeout": 1, "poll_interval": 0.2, "not_ready_fails": False}
+    waiting = run_module(dict(step, base_url=f"http://127.0.0.1:{port}"), tmp_path)
+    assert waiting["ready"] is False and waiting["passed"] is False
+    assert "checks" not in waiting and waiting["failed_checks"] == []
+    assert waiting["summary"][0].startswith("ready        WAITING not ready after")
+    server = standin("ok", tool_call_parser="kimi_k2")
+    ready = run_module(dict(step, base_url=server.base_url, wait_timeout=30), tmp_path)
+    assert ready["ready"] is True and ready["wait"]["ready"] is True
+    assert ready["passed"] is True and sorted(ready["checks"]) == ["chat", "models"]
+    # the default still fails a server that is not ready in time (a call that must run its checks)
+    failing = run_module(dict(step, base_url=f"http://127.0.0.1:{port}", not_ready_fails=True), tmp_path)
+    assert failing["ready"] is False and failing["failed_checks"] == ["ready"]
+    assert failing["summary"][0].startswith("ready        FAILED  not ready after")
+
+
 def test_module_rejects_bad_options_before_any_request(tmp_path):
     out = run_module({"base_url": "127.0.0.1:30200", "served_model_name": "kimi-k2.5", "concurrency": 0},
                      tmp_path, expect_error=True)

@@ -83,3 +83,73 @@ def test_plain_credential_is_private_idempotent_and_marks_changes(tmp_path):
     assert gone["changed"] and not (directory / "api-key").exists() and len(read(str(marker))) == 3
     bad = run_module("systemd_credential", tmp_path, **{**common, "value": "x", "name": "../etc"})
     assert bad["failed"] and "must be letters" in bad["msg"]
+
+
+def test_server_files_write_each_file_and_mark_only_for_restart_files(tmp_path):
+    """files: one module run for several files; per-file results, one marker line per restart-relevant change."""
+    env, unit, record, marker = tmp_path / "a.env", tmp_path / "a.service", tmp_path / "rec.json", tmp_path / "m"
+    files = [dict(dest=str(env), content="A=1\n", mode="0600", restart_reason="the environment file changed"),
+             dict(dest=str(unit), content="[Unit]\n", restart_reason="the unit changed"),
+             dict(dest=str(record), content="{}\n", restart=False)]
+    first = run_module("server_file", tmp_path, files=files, mode="0644", restart_marker=str(marker),
+                       restart_source="test")
+    assert first["changed"] and first["restart_marked"], first
+    assert [f["changed"] for f in first["files"]] == [True, True, True]
+    assert first["resources"] == [str(env), str(unit), str(record)]
+    assert [e["reason"] for e in read(str(marker))] == ["the environment file changed", "the unit changed"]
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600 and stat.S_IMODE(unit.stat().st_mode) == 0o644
+    again = run_module("server_file", tmp_path, files=files, mode="0644", restart_marker=str(marker))
+    assert not again["changed"] and not again["restart_marked"] and len(read(str(marker))) == 2
+    files[2]["content"] = "{\"a\": 1}\n"
+    record_only = run_module("server_file", tmp_path, files=files, mode="0644", restart_marker=str(marker))
+    assert record_only["changed"] and not record_only["restart_marked"]
+    assert [f["changed"] for f in record_only["files"]] == [False, False, True]
+    assert len(read(str(marker))) == 2 and record.read_text() == "{\"a\": 1}\n"
+
+
+def test_server_files_check_and_diff_mode_show_each_diff_and_write_nothing(tmp_path):
+    one, two, marker = tmp_path / "one", tmp_path / "two", tmp_path / "m"
+    one.write_text("old\n")
+    two.write_text("same\n")
+    out = run_module("server_file", tmp_path, files=[dict(dest=str(one), content="new\n"),
+                                                     dict(dest=str(two), content="same\n")],
+                     restart_marker=str(marker), _ansible_check_mode=True, _ansible_diff=True)
+    assert out["changed"] and not out["restart_marked"]
+    assert out["diff"] == [{"before_header": str(one), "after_header": str(one), "before": "old\n", "after": "new\n"}]
+    assert one.read_text() == "old\n" and not marker.exists()
+
+
+def test_server_files_refuse_a_missing_directory_before_any_write(tmp_path):
+    first, marker = tmp_path / "first", tmp_path / "m"
+    out = run_module("server_file", tmp_path, restart_marker=str(marker),
+                     files=[dict(dest=str(first), content="x"), dict(dest=str(tmp_path / "no" / "unit"), content="y")])
+    assert out["failed"] and "nothing was written" in out["msg"] and str(tmp_path / "no") in out["msg"]
+    assert not first.exists() and not marker.exists()
+
+
+def test_plain_credentials_in_one_call_are_stored_compared_and_removed_each(tmp_path):
+    """credentials: several credentials in one module run (needs `systemctl --version`, as above)."""
+    directory, marker = tmp_path / "credentials", tmp_path / "m"
+    common = dict(directory=str(directory), encrypt="never", restart_marker=str(marker))
+    both = [dict(name="api-key", value="sk-one"), dict(name="environment", value='{"HF_TOKEN": "hf-x"}')]
+    first = run_module("systemd_credential", tmp_path, credentials=both, **common)
+    assert first["changed"] and first["restart_marked"], first
+    assert sorted(first["credentials"]) == ["api-key", "environment"]
+    assert first["credentials"]["api-key"]["directive"] == "LoadCredential"
+    assert first["credentials"]["environment"]["path"] == str(directory / "environment")
+    assert (directory / "api-key").read_text() == "sk-one"
+    assert stat.S_IMODE((directory / "environment").stat().st_mode) == 0o600
+    assert str(directory / "api-key") in first["resources"]
+    assert "sk-one" not in str(first) and "hf-x" not in str(first)  # suboption value is no_log
+    assert len(read(str(marker))) == 2
+    again = run_module("systemd_credential", tmp_path, credentials=both, **common)
+    assert not again["changed"] and not again["restart_marked"] and len(read(str(marker))) == 2
+    one_gone = run_module("systemd_credential", tmp_path, credentials=[both[0], dict(name="environment", state="absent")],
+                          **common)
+    assert one_gone["changed"] and not one_gone["credentials"]["api-key"]["changed"]
+    assert one_gone["credentials"]["environment"]["path"] is None and not (directory / "environment").exists()
+    assert [e["reason"] for e in read(str(marker))][-1] == "credential environment removed"
+    bad = run_module("systemd_credential", tmp_path, credentials=[dict(name="new", value="x"), dict(name="../etc", value="y")],
+                     **common)
+    assert bad["failed"] and "must be letters" in bad["msg"] and "Nothing was written" in bad["msg"]
+    assert not (directory / "new").exists()
