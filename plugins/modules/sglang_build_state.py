@@ -12,14 +12,13 @@ module: sglang_build_state
 short_description: Read in one call what the sglang_build role checks on every run, and decide what must change
 version_added: "0.2.0"
 description:
-  - Read-only. The state read of the R(gpufleet.llm_server.sglang_build,ansible_collections.gpufleet.llm_server.docsite.roles)
-    role (issue 20): which OS packages are missing (dpkg's status database), whether the target interpreter
+  - Read-only. The state read of the C(gpufleet.llm_server.sglang_build) role (issue 20), that is which OS packages are missing (dpkg's status database), whether the target interpreter
     exists, the commit O(ref) names, whether that commit has a complete build (C(build.json)) and what its last
     verification saw, the state file and its directory, the environment's site-packages and the C(.pth) file
     there, and where the C(current) link points. It returns the role's decisions in RV(needs) and the
     refusals in RV(refusals), so that the writers run only when something differs.
   - The ref is resolved like M(ansible.builtin.git) in check mode with C(bare=true) resolves it, in one
-    C(git ls-remote) against the clone's C(origin) (or O(git_url) when there is no clone yet): a branch
+    C(git ls-remote) against the clone's C(origin) (or O(git_url) when there is no clone yet), a branch
     first, then a tag (an annotated tag resolves to its commit). A full 40-digit commit id needs no remote;
     a shorter hash is looked up in the local clone first. A ref that names no branch or tag and does not look
     like a commit hash is refused with the role's message.
@@ -127,9 +126,9 @@ tree:
   type: str
 needs:
   description:
-    - What must change. V(os_packages), V(venv), V(resolve) (git is about to be installed: read again after it),
+    - "What must change: V(os_packages), V(venv), V(resolve) (git is about to be installed, read again after it),
       V(build) (no complete build of the commit), V(verify) (new build, other interpreter or modules; the role
-      adds the dependency step's change), V(state_file), V(state_dir), V(pth), V(switch) (C(current) points elsewhere).
+      adds the dependency step's change), V(state_file), V(state_dir), V(pth), V(switch) (C(current) points elsewhere)."
   returned: scope is full
   type: dict
   sample: {os_packages: false, venv: false, resolve: false, build: false, verify: false, state_file: false,
