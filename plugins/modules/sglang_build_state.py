@@ -12,10 +12,11 @@ module: sglang_build_state
 short_description: Read in one call what the sglang_build role checks on every run, and decide what must change
 version_added: "0.2.0"
 description:
-  - Read-only. The state read of the C(gpufleet.llm_server.sglang_build) role (issue 20), that is which OS packages are missing (dpkg's status database), whether the target interpreter
-    exists, the commit O(ref) names, whether that commit has a complete build (C(build.json)) and what its last
-    verification saw, the state file and its directory, the environment's site-packages and the C(.pth) file
-    there, and where the C(current) link points. It returns the role's decisions in RV(needs) and the
+  - Read-only. The state read of the C(gpufleet.llm_server.sglang_build) role (issue 20), that is which OS
+    packages are missing (dpkg's status database), whether the target interpreter exists, the commit
+    O(ref) names, whether that commit has a complete build (C(build.json)) and what its last verification
+    saw, the state file and its directory, the environment's site-packages and the C(.pth) file there, and
+    where the C(current) link points. It returns the role's decisions in RV(needs) and the
     refusals in RV(refusals), so that the writers run only when something differs.
   - The ref is resolved like M(ansible.builtin.git) in check mode with C(bare=true) resolves it, in one
     C(git ls-remote) against the clone's C(origin) (or O(git_url) when there is no clone yet), a branch
@@ -83,7 +84,7 @@ attributes:
     description: Changes nothing; the role's writers show their diffs when they run.
 notes:
   - The decisions are those of the role's tasks before this module, with the same refusal messages; whether the
-    dependency step changed the environment is only known after it, so the role adds that to RV(needs.verify).
+    dependency step changed the environment is only known after it, so the role adds that to the V(verify) decision of RV(needs).
 seealso:
   - module: ansible.builtin.git
   - module: gpufleet.llm_server.package_state
@@ -134,7 +135,7 @@ needs:
   sample: {os_packages: false, venv: false, resolve: false, build: false, verify: false, state_file: false,
            state_dir: false, pth: false, switch: false}
 reasons:
-  description: Why each of RV(needs.verify), RV(needs.state_file), RV(needs.state_dir) and RV(needs.pth) is true.
+  description: Why each of the V(verify), V(state_file), V(state_dir) and V(pth) decisions of RV(needs) is true.
   returned: scope is full
   type: dict
 refusals:
@@ -222,7 +223,7 @@ def main():
         return module.run_command(argv)
 
     try:
-        result = state.read_state(params, run, lambda name: module.get_bin_path(name))
+        result = state.read_state(params, run, module.get_bin_path)
     except state.ReadError as exc:
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(changed=False, **result)
