@@ -43,6 +43,15 @@ def upstream(tmp_path_factory):
 
 
 def run_role(tmp_path, upstream, **overrides):
+    rc, out = run_play(tmp_path, upstream, (), **overrides)
+    failed = [(t["task"]["name"].split(" : ")[-1], h) for p in out["plays"] for t in p["tasks"]
+              for h in t["hosts"].values() if h.get("failed")]
+    warnings = [w for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values() for w in h.get("warnings", [])]
+    return rc, failed, warnings
+
+
+def run_play(tmp_path, upstream, args, **overrides):
+    """(rc, the json callback's output) of the role alone on this machine, with ansible-playbook's `args`."""
     repo, inputs = upstream
     variables = {
         "ansible_python_interpreter": PYTHON,
@@ -65,12 +74,9 @@ def run_role(tmp_path, upstream, **overrides):
     env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1", PIP_CONFIG_FILE=os.devnull)
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           str(tmp_path / "play.yml")], capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    failed = [(t["task"]["name"].split(" : ")[-1], h) for p in out["plays"] for t in p["tasks"]
-              for h in t["hosts"].values() if h.get("failed")]
-    warnings = [w for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values() for w in h.get("warnings", [])]
-    return proc.returncode, failed, warnings
+                           str(tmp_path / "play.yml"), *args], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          check=False)
+    return proc.returncode, json.loads(proc.stdout[proc.stdout.index("{"):])
 
 
 def installed(tmp_path):
@@ -122,3 +128,38 @@ def test_a_copy_of_sglang_installed_by_hand_is_refused_with_the_fix(tmp_path, up
     assert "Other copies of sglang would shadow it: %s" % (site / "sglang" / "__init__.py") in result["msg"]
     assert "-m pip uninstall sglang" in result["msg"]
     assert not (tmp_path / "sglang" / "current").exists()
+
+
+def test_a_no_op_writes_nothing_and_a_current_that_is_no_link_is_refused_before_any_change(tmp_path, upstream):
+    """Issue 20: after a build, a rerun decides from one read (sglang_build_state) that nothing is to write:
+    changed=0 and the state file, build.json and .pth are not rewritten (same inode and mtime); a run limited by
+    tags reports the served build from one read; a `current` that is not a link is refused before any write."""
+    rc, _out = run_play(tmp_path, upstream, ())
+    assert rc == 0
+    state_file = tmp_path / "state" / "sglang_build.json"
+    current = tmp_path / "sglang" / "current"
+    record = current.resolve() / "build.json"
+    pth = next((tmp_path / "venv" / "lib").glob("python3*/site-packages/gpufleet-sglang.pth"))
+    before = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (state_file, record, pth)}
+
+    rc, out = run_play(tmp_path, upstream, ())
+    assert rc == 0 and out["stats"]["localhost"]["changed"] == 0, out["stats"]
+    assert {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in before} == before
+
+    rc, out = run_play(tmp_path, upstream, ("--tags", "sm120-patch"))
+    facts = [h["ansible_facts"] for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values()
+             if t["task"]["name"].endswith("Report the served build")]
+    assert rc == 0 and facts[0]["sglang_build_tree"] == str(current.resolve())
+    assert facts[0]["sglang_build_commit"] == json.loads(record.read_text())["commit"]
+
+    target = current.resolve()
+    current.unlink()
+    current.mkdir()
+    state_file.write_text(state_file.read_text().replace(target.name, "0" * 40))  # a write would restore it
+    edited = state_file.read_bytes()
+    rc, failed, _warnings = run_role(tmp_path, upstream)
+    assert rc != 0 and [task for task, _result in failed] == ["Refuse what the role must not build or switch"]
+    assert failed[0][1]["msg"] == (
+        "%s exists and is not a symbolic link: the role serves builds through a link there. Move it away (it is not "
+        "one of this role's builds) or set sglang_build_dir to another directory." % current)
+    assert state_file.read_bytes() == edited
