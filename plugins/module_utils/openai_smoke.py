@@ -18,7 +18,7 @@ once with the checks it explains (`SmokeTest.causes`). The diagnoses come from f
 SGLang deployments (openai_smoke_causes).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 import json
 import threading

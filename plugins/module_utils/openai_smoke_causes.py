@@ -17,7 +17,7 @@ The texts name SGLang's real behaviour: the markup formats and messages are quot
 (0.5.10.post1 and 0.5.23; docs/smoke-tests.md lists them).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 import json
 import re

@@ -27,7 +27,7 @@ per second cannot stretch a 10-second request to minutes. `Budget` is the whole 
 request's deadline is the earlier of its own timeout and what is left of the budget.
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 import json
 import socket

@@ -10,7 +10,7 @@ with `systemctl show`; a unit that is failed/inactive or has restarted since the
 wait at once with the journal tail. Used by the `openai_smoke_test` module (option `wait_timeout`).
 """
 
-from __future__ import absolute_import, division, print_function
+from __future__ import annotations
 
 import time
 

@@ -17,9 +17,7 @@ worker is drained by removing it and then waiting until its own ``/metrics`` (SG
 ``--enable-metrics``) shows no running or queued request, or, without metrics, a grace period.
 """
 
-from __future__ import absolute_import, division, print_function
-
-__metaclass__ = type
+from __future__ import annotations
 
 import json
 import re

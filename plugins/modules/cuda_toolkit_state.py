@@ -18,6 +18,8 @@ description:
     O(home), and returns what has to change (RV(needs)) so that the role runs its writers only when needed.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.dpkg_status
 options:
   packages:
     description: The package requests the role installs (toolkit, NCCL), as given to M(ansible.builtin.apt).
@@ -54,10 +56,6 @@ options:
       group:
         description: Group name.
         type: str
-  dpkg_status:
-    description: dpkg's status database. Another path only for a chroot or a test tree.
-    type: path
-    default: /var/lib/dpkg/status
 attributes:
   check_mode:
     support: full

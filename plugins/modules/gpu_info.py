@@ -27,6 +27,10 @@ description:
     changes anything.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.host_roots
+  - gpufleet.llm_server.host_roots.dev
+  - gpufleet.llm_server.attributes.read_only
 options:
   probe:
     description:
@@ -36,18 +40,6 @@ options:
     type: str
     choices: [auto, nvml, nvidia-smi, sysfs]
     default: auto
-  sysfs_root:
-    description: Root of the sysfs tree (tests point it at a fake tree).
-    type: path
-    default: /sys
-  procfs_root:
-    description: Root of the procfs tree (C(driver/nvidia), C(modules), process fds).
-    type: path
-    default: /proc
-  dev_root:
-    description: Directory holding the C(nvidiaN) device nodes (process discovery without NVML).
-    type: path
-    default: /dev
   kernel_log_path:
     description:
       - Read the kernel log from this file instead of C(dmesg) / C(journalctl -k -b).
@@ -64,15 +56,10 @@ options:
 notes:
   - Returns the facts both as RV(ansible_facts.gpu_info) and as the top-level RV(gpu_info).
   - Without NVML/nvidia-smi, O(ignore:gpu_count) counts the GPUs bound to the nvidia driver.
+  - Reads C(driver/nvidia), C(modules) and process fds under O(procfs_root), and the C(nvidiaN) device nodes under O(dev_root) (process discovery without NVML).
 seealso:
   - module: gpufleet.llm_server.pci_driver_bind
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to diff.
   platform:
     support: full
     platforms: linux

@@ -22,6 +22,8 @@ description:
     O(hub_repo)); the latter is reported as a warning unless O(warn_unverifiable=false).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.attributes.read_only
 options:
   path:
     description: The model directory (the profile's C(model_path)).
@@ -54,12 +56,6 @@ seealso:
     description: Writes the manifest; its README describes the verification modes.
     link: https://github.com/gpufleet/llm_server/blob/main/roles/model_download/README.md
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to diff.
   platform:
     support: full
     platforms: posix

@@ -27,6 +27,9 @@ description:
     V(name:arch) request for the other architecture may be reported missing (apt then decides).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.dpkg_status
+  - gpufleet.llm_server.attributes.read_only
 options:
   names:
     description:
@@ -36,17 +39,6 @@ options:
     elements: str
     required: true
     aliases: [name]
-  dpkg_status:
-    description: dpkg's status database. Another path only for a chroot or a test tree.
-    type: path
-    default: /var/lib/dpkg/status
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to diff.
 notes:
   - Reads in tens of milliseconds what the apt task takes one to two seconds to decide (it parses every index).
   - "Guard the apt task with C(when: result.missing | length > 0) and pass it the same names: in check mode

@@ -28,6 +28,9 @@ description:
     when O(driver=none) asks for it.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.host_roots
+  - gpufleet.llm_server.host_roots.dev
 options:
   devices:
     description:
@@ -67,22 +70,11 @@ options:
     description: Seconds to wait for each unbind/bind to show in sysfs before declaring the step failed.
     type: float
     default: 10.0
-  sysfs_root:
-    description: Root of the sysfs tree (tests point it at a fake tree).
-    type: path
-    default: /sys
-  procfs_root:
-    description: Root of the procfs tree (process discovery, C(/proc/driver/nvidia)).
-    type: path
-    default: /proc
-  dev_root:
-    description: Directory of the device nodes (C(nvidiaN), C(vfio/GROUP)).
-    type: path
-    default: /dev
 notes:
   - Run as root on the machine that owns the GPUs (the Proxmox host for VM passthrough).
   - C(driverctl) was not made a requirement because it is missing from minimal installs and the
     move itself needs only sysfs; the persisted files use its format so installing it later applies them.
+  - Reads process fds and C(driver/nvidia) under O(procfs_root), and the C(nvidiaN) and C(vfio/GROUP) device nodes under O(dev_root).
 seealso:
   - module: gpufleet.llm_server.gpu_info
   - name: Kernel documentation on driver_override

@@ -25,6 +25,9 @@ description:
   - Fails, naming each mismatch and the config line to fix, unless O(fail_on_mismatch=false). Changes nothing.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.host_roots
+  - gpufleet.llm_server.attributes.read_only
 options:
   guest:
     description: V(vm) (C(qm)) or V(ct) (C(pct)).
@@ -50,27 +53,15 @@ options:
   node:
     description: Proxmox node name whose C(map) entries apply (default the host's short name, as Proxmox uses).
     type: str
-  sysfs_root:
-    description: sysfs root (tests point it at a fake tree).
-    type: path
-    default: /sys
-  procfs_root:
-    description: procfs root (C(/proc/driver/nvidia/gpus/ADDR/information) gives a GPU's device number).
-    type: path
-    default: /proc
   fail_on_mismatch:
     description: Fail when the config does not match O(devices).
     type: bool
     default: true
+notes:
+  - A GPU's device number comes from C(driver/nvidia/gpus/ADDR/information) under O(procfs_root).
 seealso:
   - module: gpufleet.llm_server.pci_driver_bind
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is nothing to diff.
   platform:
     support: full
     platforms: linux

@@ -27,6 +27,8 @@ description:
   - The rules and their sources are listed in docs/model-profiles.md.
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.attributes.read_only
 options:
   profile_name:
     description:
@@ -196,12 +198,6 @@ attributes:
       - With O(host_checks=false) the checks run in the controller's own process (nothing is sent to a host, no
         connection is opened); with O(profile_checks=false) too, as those checks read nothing from the host.
       - Otherwise the module runs on the host.
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
   platform:
     support: full
     platforms: posix
