@@ -398,19 +398,8 @@ EMPTY_DETAILS = {
 }
 
 
-def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto", run=None,
-            smi_path=None, kernel_log=None, kernel_log_source=None, modules_root="/lib/modules",
-            kernel_release=None, modinfo_license=None, pynvml=None):
-    """Build the gpu_info dict (see plugins/modules/gpu_info.py RETURN).
-
-    run: callable(argv) -> (rc, out, err) for nvidia-smi; smi_path: nvidia-smi path or None;
-    kernel_log: kernel log text or None; modinfo_license: callable() -> license text of the
-    installed nvidia module (e.g. `modinfo -F license nvidia`) or None.
-    """
-    if probe not in PROBES:
-        raise GpuInfoError("probe=%r is not one of %s" % (probe, ", ".join(PROBES)))
-    devices = scan_pci(sysfs_root)
-    modules = loaded_modules(sysfs_root, procfs_root)
+def module_flavor(sysfs_root, procfs_root, modules_root, kernel_release, modinfo_license):
+    """(driver version, module flavor, where the flavor was read): sysfs/proc, then modinfo, then the module files."""
     version, flavor, flavor_source = driver_version_and_flavor(sysfs_root, procfs_root)
     if flavor is None:
         license_text = modinfo_license() if modinfo_license else None
@@ -422,20 +411,26 @@ def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto
                 if flavor:
                     flavor_source = "module_file"
                     break
-    try:
-        iommu_groups = os.listdir(os.path.join(sysfs_root, "kernel", "iommu_groups"))
-    except OSError:
-        iommu_groups = []
+    return version, flavor, flavor_source
 
-    source = "sysfs"
-    details = {}
-    probe_errors = []
-    no_devices = False
+
+def iommu_group_names(sysfs_root):
+    try:
+        return os.listdir(os.path.join(sysfs_root, "kernel", "iommu_groups"))
+    except OSError:
+        return []
+
+
+def probe_details(probe, procfs_root, run, smi_path, pynvml):
+    """Ask NVML, then nvidia-smi (as PROBE allows): (source, details by PCI address, driver version, probe errors).
+
+    The source is "sysfs" (details empty) when neither answered; a probe named alone raises instead.
+    """
+    source, details, version, probe_errors = "sysfs", {}, None, []
     if probe in ("auto", "nvml"):
         try:
-            details, nvml_version = probe_nvml(procfs_root, pynvml=pynvml)
+            details, version = probe_nvml(procfs_root, pynvml=pynvml)
             source = "nvml"
-            version = version or nvml_version
         except GpuInfoError as exc:
             if probe == "nvml":
                 raise
@@ -443,9 +438,8 @@ def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto
     if source == "sysfs" and probe in ("auto", "nvidia-smi"):
         if smi_path and run:
             try:
-                details, smi_version, no_devices = probe_nvidia_smi(run, smi_path)
+                details, version, _no_devices = probe_nvidia_smi(run, smi_path)
                 source = "nvidia-smi"
-                version = version or smi_version
             except GpuInfoError as exc:
                 if probe == "nvidia-smi":
                     raise
@@ -454,7 +448,11 @@ def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto
             raise GpuInfoError("probe=nvidia-smi but nvidia-smi is not on PATH")
         else:
             probe_errors.append("nvidia-smi is not on PATH")
+    return source, details, version, probe_errors
 
+
+def add_device_details(devices, details, procfs_root, dev_root):
+    """Give every device the EMPTY_DETAILS keys: the probe's answer, else what the nvidia driver publishes."""
     for device in devices:
         extra = dict(EMPTY_DETAILS, processes=[])
         if device["address"] in details:
@@ -469,12 +467,13 @@ def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto
                 extra["processes"] = processes_holding(procfs_root, [os.path.join(dev_root, "nvidia%d" % minor)])
         device.update(extra)
 
+
+def diagnose(devices, modules, flavor, source, gpu_count, iommu_groups, kernel_log, sysfs_root):
+    """The gpu_info diagnosis list: each entry a code and an actionable message."""
     gpus = [d for d in devices if d["kind"] == "gpu"]
     nvidia_bound = [d for d in gpus if d["driver"] == "nvidia"]
     on_vfio = [d for d in gpus if d["driver"] == "vfio-pci"]
     host_side = [d for d in gpus if d["driver"] != "vfio-pci"]
-    gpu_count = len(details) if source != "sysfs" else len(nvidia_bound)
-
     diagnosis = []
     if parse_kernel_log(kernel_log):
         diagnosis.append({"code": "open_module_required", "message": (
@@ -508,7 +507,32 @@ def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto
         diagnosis.append({"code": "iommu_disabled", "message": (
             "GPU(s) are on vfio-pci but the IOMMU is off: enable it on the kernel command line "
             "(intel_iommu=on or amd_iommu=on, iommu=pt) and reboot.")})
+    return diagnosis
 
+
+def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto", run=None,
+            smi_path=None, kernel_log=None, kernel_log_source=None, modules_root="/lib/modules",
+            kernel_release=None, modinfo_license=None, pynvml=None):
+    """Build the gpu_info dict (see plugins/modules/gpu_info.py RETURN).
+
+    run: callable(argv) -> (rc, out, err) for nvidia-smi; smi_path: nvidia-smi path or None;
+    kernel_log: kernel log text or None; modinfo_license: callable() -> license text of the
+    installed nvidia module (e.g. `modinfo -F license nvidia`) or None.
+    """
+    if probe not in PROBES:
+        raise GpuInfoError("probe=%r is not one of %s" % (probe, ", ".join(PROBES)))
+    devices = scan_pci(sysfs_root)
+    modules = loaded_modules(sysfs_root, procfs_root)
+    version, flavor, flavor_source = module_flavor(sysfs_root, procfs_root, modules_root, kernel_release,
+                                                   modinfo_license)
+    iommu_groups = iommu_group_names(sysfs_root)
+    source, details, probed_version, probe_errors = probe_details(probe, procfs_root, run, smi_path, pynvml)
+    version = version or probed_version
+    add_device_details(devices, details, procfs_root, dev_root)
+
+    gpus = [d for d in devices if d["kind"] == "gpu"]
+    nvidia_bound = [d for d in gpus if d["driver"] == "nvidia"]
+    gpu_count = len(details) if source != "sysfs" else len(nvidia_bound)
     return {
         "source": source,
         "driver_version": version,
@@ -519,9 +543,9 @@ def collect(sysfs_root="/sys", procfs_root="/proc", dev_root="/dev", probe="auto
         "gpu_count": gpu_count,
         "pci_gpu_count": len(gpus),
         "nvidia_bound_count": len(nvidia_bound),
-        "vfio_bound_count": len(on_vfio),
+        "vfio_bound_count": sum(1 for d in gpus if d["driver"] == "vfio-pci"),
         "devices": devices,
-        "diagnosis": diagnosis,
+        "diagnosis": diagnose(devices, modules, flavor, source, gpu_count, iommu_groups, kernel_log, sysfs_root),
         "probe_errors": probe_errors,
         "kernel_log_source": kernel_log_source,
     }

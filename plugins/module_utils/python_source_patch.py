@@ -16,16 +16,17 @@ import ast
 import difflib
 import os
 
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.restart_marker import maybe_mark
 
 __all__ = [
     "PatchError",
     "SymbolNotFound",
     "ensure_entries",
     "find_dict",
+    "listed_keys",
     "read_entries",
     "resolve_read_target",
     "resolve_target",
+    "run_patch",
     "stale_copies",
     "validate_entries",
 ]
@@ -605,29 +606,67 @@ def stale_copies(copies, target, symbol, read_file, exists):
     return found
 
 
-def run_patch(module, params):
-    """The python_source_patch module's work, given an AnsibleModule (for I/O, check and diff mode)."""
-    import tempfile
+def _read_file(path):
+    with open(path, "rb") as handle:
+        return handle.read()
 
+
+def listed_keys(data, symbol, path):
+    """The dict's keys in DATA as the module reports them: source text and literal values."""
+    shown = read_entries(data, symbol, path)
+    return {"keys": [e["key"] for e in shown], "literal_keys": _literal_keys(shown)}
+
+
+def _patch_warnings(path, symbol, outcome, read_by, copies):
+    warnings = []
+    for entry in outcome["existing"]:
+        if not entry["matches"]:
+            warnings.append("%s: %s already has key %s upstream with value %s (wanted %s); left unchanged." % (
+                path, symbol, entry["key"], entry["value"], entry["wanted"]))
+    for copy in copies:
+        warnings.append("%s line %d also defines %s (keys %s), but %s reads the one in %s: that one is patched; the "
+                        "copy is not what %s uses and was left unchanged (remove it upstream or in your fork)." % (
+                            copy["path"], copy["line"], copy["symbol"], ", ".join(str(k) for k in copy["keys"]),
+                            read_by["path"], path, read_by["path"]))
+    return warnings
+
+
+def _patch_message(path, symbol, outcome, read_by):
+    if outcome["added"]:
+        msg = "added key(s) %s to %s in %s" % (", ".join(e["key"] for e in outcome["added"]), symbol, path)
+    elif outcome["existing"]:
+        msg = "key(s) %s already present in %s (upstream or earlier run); no change" % (
+            ", ".join(e["key"] for e in outcome["existing"]), symbol)
+    else:
+        msg = "read %s in %s" % (symbol, path)
+    if read_by and read_by["path"] != path:
+        msg += " (the table %s reads as %s)" % (read_by["path"], read_by["symbol"])
+    return msg
+
+
+def run_patch(params, read_file=_read_file, exists=os.path.isfile):
+    """The python_source_patch module's work, without side effects.
+
+    Returns a dict: ``result`` (the module's result but for ``keys``/``literal_keys``, ``restart_marked``
+    and ``backup_file``, which depend on the write), ``warnings``, ``before`` and ``after`` (the file's
+    bytes now and once patched) and ``diff`` (None when nothing changes). The caller warns, backs up and
+    writes ``after`` when ``result["changed"]``.
+    """
     entries = validate_entries([{k: v for k, v in e.items() if v is not None} for e in params["entries"]])
     candidates = [(params["path"], params["symbol"])]
     for alt in params["alternatives"]:
         candidates.append((alt.get("path") or params["path"], alt["symbol"]))
 
-    def read_file(path):
-        with open(path, "rb") as handle:
-            return handle.read()
-
     follow = params.get("follow_imports")
     read_by, chain, copies = None, [], []
     if follow:
         index, reader, reader_symbol, path, symbol, chain, data = resolve_read_target(
-            candidates, read_file, os.path.isfile)
+            candidates, read_file, exists)
         read_by = {"path": reader, "symbol": reader_symbol}
         copies = stale_copies([(c["path"], c.get("symbol")) for c in params.get("copies") or []],
-                              path, symbol, read_file, os.path.isfile)
+                              path, symbol, read_file, exists)
     else:
-        index, path, symbol, data = resolve_target(candidates, read_file, os.path.isfile)
+        index, path, symbol, data = resolve_target(candidates, read_file, exists)
     outcome = ensure_entries(data, symbol, entries, path)
     new = outcome["source"]
     if follow:
@@ -637,7 +676,7 @@ def run_patch(module, params):
             return new if name == path else read_file(name)
 
         again_path, again_symbol, _chain = _follow(read_by["path"], read_by["symbol"], read_edited,
-                                                   os.path.isfile, first=True)
+                                                   exists, first=True)
         again = find_dict(_parse_module(read_edited(again_path), again_path), again_symbol, again_path)
         missing = [e["key"] for e in entries if _find_key(again, _parse_expr(e["key"], "key")) is None]
         if (again_path, again_symbol) != (path, symbol) or missing:
@@ -655,45 +694,11 @@ def run_patch(module, params):
         "read_by": read_by,
         "chain": chain,
         "stale_copies": copies,
+        "msg": _patch_message(path, symbol, outcome, read_by),
     }
-    mismatched = [e for e in outcome["existing"] if not e["matches"]]
-    for entry in mismatched:
-        module.warn("%s: %s already has key %s upstream with value %s (wanted %s); left unchanged." % (
-            path, symbol, entry["key"], entry["value"], entry["wanted"]))
-    for copy in copies:
-        module.warn("%s line %d also defines %s (keys %s), but %s reads the one in %s: that one is patched; the "
-                    "copy is not what %s uses and was left unchanged (remove it upstream or in your fork)." % (
-                        copy["path"], copy["line"], copy["symbol"], ", ".join(str(k) for k in copy["keys"]),
-                        read_by["path"], path, read_by["path"]))
-    if outcome["added"]:
-        result["msg"] = "added key(s) %s to %s in %s" % (", ".join(e["key"] for e in outcome["added"]), symbol, path)
-    elif outcome["existing"]:
-        result["msg"] = "key(s) %s already present in %s (upstream or earlier run); no change" % (
-            ", ".join(e["key"] for e in outcome["existing"]), symbol)
-    else:
-        result["msg"] = "read %s in %s" % (symbol, path)
-    if read_by and read_by["path"] != path:
-        result["msg"] += " (the table %s reads as %s)" % (read_by["path"], read_by["symbol"])
-    if outcome["changed"] and module._diff:
-        result["diff"] = {"before_header": path, "after_header": path,
-                          "before": data.decode("utf-8"), "after": new.decode("utf-8")}
-    result["restart_marked"] = False
-    if outcome["changed"] and not module.check_mode:
-        if params.get("restart_marker"):
-            result["restart_marked"] = maybe_mark(module, params["restart_marker"], params.get("restart_source")
-                                                  or "python_source_patch", params.get("restart_reason") or result["msg"])
-        if params["backup"]:
-            result["backup_file"] = module.backup_local(path)
-        fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(new)
-            module.atomic_move(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-        data = read_file(path)  # report what is on disk now, re-parsed
-    shown = read_entries(data, symbol, path)
-    result["keys"] = [e["key"] for e in shown]
-    result["literal_keys"] = _literal_keys(shown)
-    return result
+    diff = None
+    if outcome["changed"]:
+        diff = {"before_header": path, "after_header": path,
+                "before": data.decode("utf-8"), "after": new.decode("utf-8")}
+    return {"result": result, "warnings": _patch_warnings(path, symbol, outcome, read_by, copies),
+            "before": data, "after": new, "diff": diff}

@@ -208,3 +208,116 @@ def ensure_worker(client, url, state, wait=True, timeout=600, check_mode=False, 
     result["workers"] = sorted(after) if check_mode else sorted(
         normalize_url(w.get("url")) for w in client.workers())
     return result
+
+
+# --- The router role's inputs, computed on the controller (plugins/filter/sglang_router.py) ----------------------
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+DEFAULT_WORKER_PORT = 30000
+
+# The router's options in command-line order: each NAME becomes --NAME-WITH-DASHES VALUE.
+ROUTER_OPTIONS = (
+    "host", "port", "policy", "prometheus_host", "prometheus_port", "health_check_endpoint",
+    "health_check_interval_secs", "health_check_timeout_secs", "health_failure_threshold",
+    "health_success_threshold", "worker_startup_timeout_secs", "worker_startup_check_interval",
+    "request_timeout_secs", "log_level",
+)
+
+_TRUE_STRINGS = ("yes", "on", "1", "true")
+_UNDEFINED = object()
+
+
+def _as_bool(value):
+    """Jinja's ``bool`` filter: booleans as they are, the strings yes/on/1/true (any case) and 1 true."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value.lower() in _TRUE_STRINGS
+    return value == 1
+
+
+def _as_int(value):
+    """Jinja's ``int`` filter: 0 for what does not read as an integer."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        try:
+            return int(float(value))
+        except (TypeError, ValueError):
+            return 0
+
+
+def _var(host_vars, name, default=None):
+    """A host's variable, DEFAULT when it is not defined (like ``| default(...)``)."""
+    try:
+        return host_vars[name]
+    except KeyError:
+        return default
+
+
+def _profile(host_vars):
+    """The host's serving profile: llm_server_models[llm_server_model], {} when either is missing."""
+    models = _var(host_vars, "llm_server_models", {}) or {}
+    return models.get(_var(host_vars, "llm_server_model", ""), {}) or {}
+
+
+def _worker_enabled(host_vars):
+    return _as_bool(_var(host_vars, "sglang_router_worker_enabled", True))
+
+
+def _worker_address(name, host_vars):
+    return _var(host_vars, "sglang_router_worker_address", _var(host_vars, "ansible_host", name))
+
+
+def worker_urls(hosts):
+    """The workers' URLs of HOSTS, a list of (inventory name, host variables) in group order.
+
+    Every enabled node 0 (llm_server_node_rank 0) is one worker: sglang_router_worker_url, else
+    http://ADDRESS:PORT with ADDRESS sglang_router_worker_address, ansible_host or the name and PORT its
+    profile's port (default 30000).
+    """
+    urls = []
+    for name, host_vars in hosts:
+        if not _worker_enabled(host_vars) or _as_int(_var(host_vars, "llm_server_node_rank", 0)) != 0:
+            continue
+        port = _profile(host_vars).get("port", DEFAULT_WORKER_PORT)
+        urls.append(_var(host_vars, "sglang_router_worker_url",
+                         "http://%s:%s" % (_worker_address(name, host_vars), port)))
+    return urls
+
+
+def loopback_workers(hosts, router_host):
+    """Names of the HOSTS (other than ROUTER_HOST) whose worker URL is derived but whose profile listens on
+    loopback only while the address the router would use is not loopback: the router could not reach them."""
+    found = []
+    for name, host_vars in hosts:
+        if name == router_host or not _worker_enabled(host_vars):
+            continue
+        if _var(host_vars, "sglang_router_worker_url", _UNDEFINED) is not _UNDEFINED:
+            continue
+        if (_profile(host_vars).get("host", "127.0.0.1") in LOOPBACK_HOSTS
+                and _worker_address(name, host_vars) not in LOOPBACK_HOSTS):
+            found.append(name)
+    return found
+
+
+def unique_worker_urls(urls):
+    """URLS without trailing slashes and duplicates, in their first order."""
+    seen = []
+    for url in urls:
+        url = re.sub(r"/+$", "", url)
+        if url not in seen:
+            seen.append(url)
+    return seen
+
+
+def router_argv(python, options, workers, extra_args):
+    """The command line of sglang-router: PYTHON -m sglang_router.launch_router, OPTIONS (a dict with every
+    name of ROUTER_OPTIONS), --worker-urls WORKERS (deduplicated, when any) and EXTRA_ARGS as strings."""
+    argv = [python, "-m", "sglang_router.launch_router"]
+    for name in ROUTER_OPTIONS:
+        argv += ["--" + name.replace("_", "-"), str(options[name])]
+    workers = unique_worker_urls(workers)
+    if workers:
+        argv += ["--worker-urls"] + workers
+    return argv + [str(arg) for arg in extra_args]

@@ -536,6 +536,73 @@ def _ready_line(wait, status):
         "ready", status, wait["elapsed_s"], wait["health"], wait["models"])
 
 
+def fail_not_started(module, wait, result):
+    """The unit died while starting: fail with its journal tail."""
+    params = module.params
+    result["failed_checks"] = ["ready"]
+    result["summary"] = ["%-12s %-7s %s after %ss" % ("ready", "FAILED", wait["problem"], wait["elapsed_s"])]
+    result["causes"] = [{"cause": "unit", "checks": ["ready"], "variable": None, "fault": "deployment",
+                         "diagnosis": "%s %s: the server died while starting; the journal tail says why."
+                                      % (params["unit"], wait["problem"])}]
+    result["rollback_advised"] = True
+    module.fail_json(msg="%s %s after %ss; journal tail:\n%s" % (
+        params["unit"], wait["problem"], wait["elapsed_s"], "\n".join(wait["journal"])), **result)
+
+
+def end_not_ready(module, wait, result):
+    """The server did not get ready in time: fail (checks asked and not_ready_fails) or exit waiting."""
+    params = module.params
+    fails = bool(params["checks"]) and params["not_ready_fails"]
+    result["summary"] = [_ready_line(wait, "FAILED" if fails else "WAITING")]
+    if fails:
+        result["failed_checks"] = ["ready"]
+        result["causes"] = [dict(wait["cause"], checks=["ready"])]
+        result["rollback_advised"] = True
+        module.fail_json(msg="%s is not ready after %ss: /health %s, /v1/models %s -> %s" % (
+            params["base_url"], wait["elapsed_s"], wait["health"], wait["models"],
+            wait["cause"]["diagnosis"]), **result)
+    module.exit_json(**result)
+
+
+def wait_for_server(module, client, result):
+    """Wait for readiness (and watch the unit) when asked; a server that is not ready ends the module."""
+    params = module.params
+
+    def run(cmd):
+        return module.run_command(cmd)
+
+    wait = wait_ready(client, params["wait_timeout"], unit=params["unit"], baseline=params["unit_baseline"],
+                      run=run if params["unit"] else None, poll=params["poll_interval"],
+                      journal_lines=params["journal_lines"], probe_timeout=params["probe_timeout"],
+                      profile=params["profile"])
+    result["wait"] = wait
+    result["ready"] = wait["ready"]
+    if wait["problem"]:
+        fail_not_started(module, wait, result)
+    if not wait["ready"]:
+        end_not_ready(module, wait, result)
+
+
+def run_checks(module, client, result):
+    """Run the checks and report them: fail when one failed, else exit."""
+    params = module.params
+    smoke = SmokeTest(params, client=client)
+    checks = smoke.run(params["checks"])
+    result["checks"] = checks
+    result["elapsed_s"] = round(smoke.budget.spent(), 2)
+    # Without a wait, a server that answered any check is up.
+    result["ready"] = result["ready"] or any(res["status"] == "passed" for res in checks.values())
+    result["failed_checks"] = [name for name, res in checks.items() if res["status"] == "failed"]
+    result["passed"] = not result["failed_checks"]
+    result["causes"] = smoke.causes
+    result["rollback_advised"] = rollback_advised(smoke.causes)
+    result["summary"] = summarize(checks, smoke.causes)
+    if result["failed_checks"]:
+        details = ["%s -> %s" % (", ".join(c["checks"]), c["diagnosis"]) for c in smoke.causes]
+        module.fail_json(msg="smoke test failed: " + " | ".join(details), **result)
+    module.exit_json(**result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -574,56 +641,12 @@ def main():
     client = Client(params["base_url"], params["api_key"], params["timeout"], params["validate_certs"])
     result = dict(changed=False, ready=False, passed=False, failed_checks=[], summary=[], causes=[],
                   rollback_advised=False)
-
-    def run(cmd):
-        return module.run_command(cmd)
-
     if params["wait_timeout"] > 0 or params["unit"]:
-        wait = wait_ready(client, params["wait_timeout"], unit=params["unit"], baseline=params["unit_baseline"],
-                          run=run if params["unit"] else None, poll=params["poll_interval"],
-                          journal_lines=params["journal_lines"], probe_timeout=params["probe_timeout"],
-                          profile=params["profile"])
-        result["wait"] = wait
-        result["ready"] = wait["ready"]
-        if wait["problem"]:
-            result["failed_checks"] = ["ready"]
-            result["summary"] = ["%-12s %-7s %s after %ss" % ("ready", "FAILED", wait["problem"], wait["elapsed_s"])]
-            result["causes"] = [{"cause": "unit", "checks": ["ready"], "variable": None, "fault": "deployment",
-                                 "diagnosis": "%s %s: the server died while starting; the journal tail says why."
-                                              % (params["unit"], wait["problem"])}]
-            result["rollback_advised"] = True
-            module.fail_json(msg="%s %s after %ss; journal tail:\n%s" % (
-                params["unit"], wait["problem"], wait["elapsed_s"], "\n".join(wait["journal"])), **result)
-        if not wait["ready"]:
-            fails = bool(params["checks"]) and params["not_ready_fails"]
-            result["summary"] = [_ready_line(wait, "FAILED" if fails else "WAITING")]
-            if fails:
-                result["failed_checks"] = ["ready"]
-                result["causes"] = [dict(wait["cause"], checks=["ready"])]
-                result["rollback_advised"] = True
-                module.fail_json(msg="%s is not ready after %ss: /health %s, /v1/models %s -> %s" % (
-                    params["base_url"], wait["elapsed_s"], wait["health"], wait["models"],
-                    wait["cause"]["diagnosis"]), **result)
-            module.exit_json(**result)
+        wait_for_server(module, client, result)
     if not params["checks"]:
         result["passed"] = result["ready"]
         module.exit_json(**result)
-
-    smoke = SmokeTest(params, client=client)
-    checks = smoke.run(params["checks"])
-    result["checks"] = checks
-    result["elapsed_s"] = round(smoke.budget.spent(), 2)
-    # Without a wait, a server that answered any check is up.
-    result["ready"] = result["ready"] or any(res["status"] == "passed" for res in checks.values())
-    result["failed_checks"] = [name for name, res in checks.items() if res["status"] == "failed"]
-    result["passed"] = not result["failed_checks"]
-    result["causes"] = smoke.causes
-    result["rollback_advised"] = rollback_advised(smoke.causes)
-    result["summary"] = summarize(checks, smoke.causes)
-    if result["failed_checks"]:
-        details = ["%s -> %s" % (", ".join(c["checks"]), c["diagnosis"]) for c in smoke.causes]
-        module.fail_json(msg="smoke test failed: " + " | ".join(details), **result)
-    module.exit_json(**result)
+    run_checks(module, client, result)
 
 
 if __name__ == "__main__":

@@ -262,11 +262,51 @@ backup_file:
   sample: /opt/sglang/src/python/sglang/srt/distributed/device_communicators/all_reduce_utils.py.1234.2026-11-29@10:00:00~
 """
 
+import os
+import tempfile
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.python_source_patch import (
     PatchError,
+    listed_keys,
     run_patch,
 )
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.restart_marker import maybe_mark
+
+
+def write_patched(module, path, text):
+    """Write TEXT over PATH through a temporary file in its directory and atomic_move."""
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text)
+        module.atomic_move(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def apply_patch(module, params, patch):
+    """Warn, mark the restart, back up and write what run_patch computed; return the module's result."""
+    result = patch["result"]
+    path, symbol = result["path"], result["symbol"]
+    for warning in patch["warnings"]:
+        module.warn(warning)
+    if result["changed"] and module._diff:
+        result["diff"] = patch["diff"]
+    result["restart_marked"] = False
+    data = patch["before"]
+    if result["changed"] and not module.check_mode:
+        if params.get("restart_marker"):
+            result["restart_marked"] = maybe_mark(module, params["restart_marker"], params.get("restart_source")
+                                                  or "python_source_patch", params.get("restart_reason") or result["msg"])
+        if params["backup"]:
+            result["backup_file"] = module.backup_local(path)
+        write_patched(module, path, patch["after"])
+        with open(path, "rb") as handle:
+            data = handle.read()  # report what is on disk now, re-parsed
+    result.update(listed_keys(data, symbol, path))
+    return result
 
 
 def main():
@@ -296,7 +336,8 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result = run_patch(module, module.params)
+        patch = run_patch(module.params)
+        result = apply_patch(module, module.params, patch)
     except PatchError as exc:
         module.fail_json(msg=str(exc), changed=False)
     module.exit_json(**result)

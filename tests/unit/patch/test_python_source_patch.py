@@ -15,6 +15,7 @@ from ansible_collections.gpufleet.llm_server.plugins.module_utils.python_source_
     ensure_entries,
     read_entries,
     resolve_target,
+    run_patch,
     validate_entries,
 )
 
@@ -183,3 +184,31 @@ def test_result_always_compiles_and_parses_back():
     text = patched_text("X = {\n    1: [\n        2,\n    ],\n}\n", entries=[{"key": "12", "value": "{\n    1: 2,\n}"}])
     tree = ast.parse(text)
     assert ast.literal_eval(tree.body[0].value)[12] == {1: 2}
+
+
+def patch_params(**extra):
+    params = {"path": "/src/t.py", "symbol": "X", "alternatives": [], "entries": ENTRY, "follow_imports": False,
+              "copies": []}
+    params.update(extra)
+    return params
+
+
+def test_run_patch_returns_the_new_text_and_writes_nothing():
+    files = {"/src/t.py": b"X = {1: 2}\n"}
+    patch = run_patch(patch_params(), read_file=files.__getitem__, exists=files.__contains__)
+    assert patch["result"]["changed"] is True
+    assert patch["result"]["msg"] == "added key(s) 12 to X in /src/t.py"
+    assert patch["before"] == b"X = {1: 2}\n"
+    assert patch["after"] == b"X = {1: 2, 12: [6, 8]}\n"
+    assert patch["diff"]["after"] == "X = {1: 2, 12: [6, 8]}\n"
+    assert patch["warnings"] == []
+    assert files == {"/src/t.py": b"X = {1: 2}\n"}
+
+
+def test_run_patch_returns_a_mismatched_existing_key_as_a_warning():
+    files = {"/src/t.py": b"X = {12: [4]}\n"}
+    patch = run_patch(patch_params(), read_file=files.__getitem__, exists=files.__contains__)
+    assert patch["result"]["changed"] is False
+    assert patch["diff"] is None
+    assert patch["after"] == patch["before"]
+    assert patch["warnings"] == ["/src/t.py: X already has key 12 upstream with value [4] (wanted [6, 8]); left unchanged."]
