@@ -24,6 +24,7 @@ For every roles/<role>/ (issue 19):
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import re
 import sys
@@ -97,7 +98,11 @@ def short(value) -> str:
 
 def render_value(value) -> str:
     if isinstance(value, str):
-        return "`\"\"`" if value == "" else f"`{value}`"
+        # Quoted where YAML would read the bare text as something else ("13.0", "true", "").
+        plain = value and value.strip() == value and \
+            yaml.resolver.Resolver().resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
+        text = value if plain else json.dumps(value)
+        return f"`{text}`" if len(text) <= LONG_DEFAULT else "template (defaults/main.yml)"
     text = flow(value)
     if len(text) > LONG_DEFAULT:
         kind = "mapping" if isinstance(value, dict) else "list"
@@ -128,6 +133,11 @@ def spec_description(option: dict) -> str:
     text = option.get("description") or ""
     if isinstance(text, list):
         text = " ".join(text)
+    return markup(text)
+
+
+def markup(text: str) -> str:
+    """ansible-doc's O(x), C(x), M(x), V(x) as Markdown code."""
     return re.sub(r"\b[OCMV]\(([^)]*)\)", r"`\1`", text)
 
 
@@ -187,12 +197,13 @@ def table(options: dict, shared: dict, described: dict[str, str], old_defaults: 
     lines = [HEADER]
     for name, option in options.items():
         default = render_default(name, option, shared)
-        description = described.get(name) or spec_description(option) or (shared.get(name) or {}).get("description", "")
+        description = markup(described.get(name) or "") or spec_description(option) or (shared.get(name) or {}).get("description", "")
         old = old_defaults.get(name, "")
         # A README written by hand explained a templated or long default in words: keep the words.
-        if old and old != default and old not in description and ("{{" in default or default.endswith("(defaults/main.yml)")
+        if old and old != default and old not in description and "defaults/main.yml" not in old and ("{{" in default or default.endswith("(defaults/main.yml)")
                                                                    or default == "(none)"):
-            description = f"{description} Default: {old}."
+            description = (f"{description} Default: {old}." if description.endswith(".")
+                           else f"{description}; default: {old}")
         lines.append(f"| `{name}` | {cell(render_type(option))} | {cell(default)} | {cell(description)} |")
     return lines
 
@@ -203,13 +214,13 @@ def readme_block(role: Role, shared: dict) -> str:
     if converted:
         old_defaults = {}
     main = role.options()
-    lines = [BEGIN] + table(main, shared, described, old_defaults)
+    lines = [BEGIN, ""] + table(main, shared, described, old_defaults)
     for entry in role.entry_points:
         own = {name: option for name, option in role.options(entry).items() if name not in main}
         if entry != "main" and own:
             lines += ["", f"Entry point `{entry}` (`tasks_from: {entry}`), its own options:", ""]
             lines += table(own, shared, described, old_defaults)
-    return "\n".join(lines + [END])
+    return "\n".join(lines + ["", END])
 
 
 def check_defaults_and_spec(role: Role, shared: dict) -> None:
@@ -343,13 +354,17 @@ def check_readme(role: Role, shared: dict) -> None:
 
 
 def write_readme(role: Role, shared: dict) -> bool:
-    span = generated_block(role.readme) or old_table(role.readme)
     block = readme_block(role, shared)
+    span = generated_block(role.readme)
     if span is None:
-        text = role.readme.rstrip("\n") + "\n\n## Variables\n\n" + block + "\n"
+        span = old_table(role.readme)
+        # The hand-written table's span ends with its last line's newline; the block's END line needs one,
+        # and a blank line before what follows.
+        block += "\n" if span is None or role.readme[span[1]:span[1] + 1] in ("\n", "") else "\n\n"
+    if span is None:
+        text = role.readme.rstrip("\n") + "\n\n## Variables\n\n" + block
     else:
-        text = role.readme[:span[0]] + block + ("\n" if role.readme[span[1]:span[1] + 1] != "\n" else "") \
-            + role.readme[span[1]:]
+        text = role.readme[:span[0]] + block + role.readme[span[1]:]
     if text == role.readme:
         return False
     (role.path / "README.md").write_text(text, encoding="utf-8")
