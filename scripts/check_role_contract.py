@@ -86,6 +86,17 @@ def same_value(left, right) -> bool:
     return left == right
 
 
+def templated(value) -> bool:
+    """A Jinja-templated default (a string with a template in it, or a list/mapping holding one)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(templated(item) for item in value.values())
+    if isinstance(value, list):
+        return any(templated(item) for item in value)
+    return False
+
+
 def flow(value) -> str:
     text = yaml.safe_dump(value, default_flow_style=True, width=1 << 20, allow_unicode=True, sort_keys=False)
     return text.strip().removesuffix("...").strip()
@@ -115,13 +126,13 @@ def render_type(option: dict) -> str:
     return f"{kind} of {option['elements']}" if kind == "list" and "elements" in option else kind
 
 
-def render_default(name: str, option: dict, shared: dict) -> str:
+def render_default(name: str, option: dict, shared: dict, defaults: dict) -> str:
     if option.get("required"):
         return "required"
     if name in shared and "default" not in option:
         return SOURCE_OF.get(shared[name].get("set_by"), "(none)")
     if "default" not in option:
-        return "(none)"
+        return render_value(defaults[name]) if name in defaults else "(none)"
     return render_value(option["default"])
 
 
@@ -193,10 +204,11 @@ def readme_descriptions(text: str) -> tuple[dict[str, str], dict[str, str]]:
             {name: cells[-2] for name, cells in rows.items() if len(cells) >= 3})
 
 
-def table(options: dict, shared: dict, described: dict[str, str], old_defaults: dict[str, str]) -> list[str]:
+def table(options: dict, shared: dict, defaults: dict, described: dict[str, str],
+          old_defaults: dict[str, str]) -> list[str]:
     lines = [HEADER]
     for name, option in options.items():
-        default = render_default(name, option, shared)
+        default = render_default(name, option, shared, defaults)
         description = markup(described.get(name) or "") or spec_description(option) or (shared.get(name) or {}).get("description", "")
         old = old_defaults.get(name, "")
         # A README written by hand explained a templated or long default in words: keep the words.
@@ -214,12 +226,12 @@ def readme_block(role: Role, shared: dict) -> str:
     if converted:
         old_defaults = {}
     main = role.options()
-    lines = [BEGIN, ""] + table(main, shared, described, old_defaults)
+    lines = [BEGIN, ""] + table(main, shared, role.defaults, described, old_defaults)
     for entry in role.entry_points:
         own = {name: option for name, option in role.options(entry).items() if name not in main}
         if entry != "main" and own:
             lines += ["", f"Entry point `{entry}` (`tasks_from: {entry}`), its own options:", ""]
-            lines += table(own, shared, described, old_defaults)
+            lines += table(own, shared, {}, described, old_defaults)
     return "\n".join(lines + ["", END])
 
 
@@ -255,6 +267,8 @@ def check_defaults_and_spec(role: Role, shared: dict) -> None:
         if name not in role.defaults:
             role.problem("defaults/main.yml", name, "an option of meta/argument_specs.yml (main) with no default here",
                          "add it to defaults/main.yml, or mark it `required: true` in the spec")
+        elif "default" not in option and templated(role.defaults[name]):
+            pass  # the README shows the template of defaults/main.yml (see render_default)
         elif "default" not in option:
             role.problem("meta/argument_specs.yml", name,
                          f"no `default:`, but defaults/main.yml sets {short(role.defaults[name])}",
@@ -344,7 +358,7 @@ def check_readme(role: Role, shared: dict) -> None:
         for index, column in ((1, "type"), (2, "default")):
             if len(have[name]) != 4 or have[name][index] != want[name][index]:
                 got = have[name][index] if len(have[name]) == 4 else "|".join(have[name])
-                role.problem("README.md", name, f"{column} column `{got}` is not the spec's `{want[name][index]}`",
+                role.problem("README.md", name, f"{column} column {got} is not the spec's {want[name][index]}",
                              "python scripts/check_role_contract.py --write-readme")
         if len(have[name]) == 4 and not have[name][3]:
             role.problem("README.md", name, "empty description", "describe the variable in its README row")
