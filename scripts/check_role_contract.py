@@ -4,8 +4,9 @@ For every roles/<role>/ (issue 19):
 
 - every key of defaults/main.yml is an option of the argument spec's `main` entry point, with the same
   `default:` (parsed YAML values compared with their types; a Jinja-templated default is compared as the
-  string it is), and every option of `main` has a key in defaults/main.yml, except a `required` option
-  (which has no default anywhere) and a shared input;
+  string it is, and may be left out of the spec: where a value is missing, Ansible's validator would
+  type-check the untemplated string), and every option of `main` has a key in defaults/main.yml, except a
+  `required` option (which has no default anywhere) and a shared input;
 - every option of another entry point (`tasks_from`) is either one of main's, with the same definition
   (description aside), or a parameter of that entry point alone, which defaults/main.yml does not set;
 - the shared inputs `llm_server_*` (set in the inventory, or published by preflight) are declared once, in
@@ -209,11 +210,12 @@ def table(options: dict, shared: dict, defaults: dict, described: dict[str, str]
     lines = [HEADER]
     for name, option in options.items():
         default = render_default(name, option, shared, defaults)
-        description = markup(described.get(name) or "") or spec_description(option) or (shared.get(name) or {}).get("description", "")
+        description = (markup(described.get(name) or "") or spec_description(option)
+                       or (shared.get(name) or {}).get("description", ""))
         old = old_defaults.get(name, "")
         # A README written by hand explained a templated or long default in words: keep the words.
-        if old and old != default and old not in description and "defaults/main.yml" not in old and ("{{" in default or default.endswith("(defaults/main.yml)")
-                                                                   or default == "(none)"):
+        explained = "{{" in default or default.endswith("(defaults/main.yml)") or default == "(none)"
+        if explained and old and old != default and old not in description and "defaults/main.yml" not in old:
             description = (f"{description} Default: {old}." if description.endswith(".")
                            else f"{description}; default: {old}")
         lines.append(f"| `{name}` | {cell(render_type(option))} | {cell(default)} | {cell(description)} |")
