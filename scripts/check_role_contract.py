@@ -410,7 +410,7 @@ def check_shared_file(shared: dict, roles: dict[str, Role], everything: bool) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--root", type=pathlib.Path, default=ROOT, help="checkout whose roles/ are checked")
     parser.add_argument("--write-readme", action="store_true", help="rewrite the README variables tables")
     parser.add_argument("roles", nargs="*", help="role names (default: every role)")
