@@ -26,7 +26,7 @@ def run(tmp_path, role, variables, check=True):
                               model_download_restart_marker=str(tmp_path / "restart-pending")),
                  "roles": [{"role": "gpufleet.llm_server." + role}]}]
     result = run_playbook(tmp_path, playbook, check=check)
-    return result.rc, [(name, host) for name, _, host in result.tasks if host.get("failed")]
+    return result.rc, [(name, host) for name, _host_name, host in result.tasks if host.get("failed")]
 
 
 @pytest.mark.parametrize(
@@ -84,7 +84,7 @@ def run_plays(tmp_path, plays, check=True):
                               sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending")),
                  "tasks": play["tasks"]} for number, play in enumerate(plays)]
     result = run_playbook(tmp_path, playbook, check=check)
-    return result.rc, [(name, host) for name, _, host in result.tasks]
+    return result.rc, [(name, host) for name, _host_name, host in result.tasks]
 
 
 def test_every_problem_of_every_role_in_one_failure(tmp_path):
