@@ -22,10 +22,11 @@ import sys
 import threading
 
 import pytest
+from support.ansible_harness import run_playbook
 from support.requires import requires
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-PLAYBOOK_BIN = pathlib.Path(sys.executable).parent / "ansible-playbook"
+QUIET = {"ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
 ROLE = ROOT / "roles" / "nvidia_driver"
 
 CUDATOOLS = ("3bf863cc.pub", "EB693B3035CD5710E231E123A4B469963BF863CC")
@@ -47,14 +48,9 @@ def _render(tmp_path: pathlib.Path, extra_vars: dict) -> dict:
           url: "{{{{ nvidia_driver_repo_key_url }}}}"
           fingerprints: "{{{{ nvidia_driver_repo_key_fingerprints }}}}"
 """
-    (tmp_path / "play.yml").write_text(play)
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    proc = subprocess.run([str(PLAYBOOK_BIN), str(tmp_path / "play.yml"), "-e", json.dumps(extra_vars)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
+    result = run_playbook(tmp_path, play, args=("-e", json.dumps(extra_vars)), env=QUIET)
+    assert result.rc == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return result.host_results("localhost")[0]["msg"]
 
 
 @pytest.mark.parametrize(("distro", "key"), [
@@ -160,8 +156,7 @@ def _run_repository_tasks(tmp_path, cases, served):
                 "nvidia_driver_repo_pin_file": str(tmp_path / ("%s.pref" % host)),
                 "nvidia_driver_distribution": "debian12",
             }, **case.get("vars", {}))
-        (tmp_path / "inventory.json").write_text(json.dumps(inventory))
-        (tmp_path / "play.yml").write_text("""
+        proc = run_playbook(tmp_path, """
 - hosts: all
   gather_facts: false
   tasks:
@@ -169,22 +164,13 @@ def _run_repository_tasks(tmp_path, cases, served):
       ansible.builtin.include_role:
         name: gpufleet.llm_server.nvidia_driver
         tasks_from: repository
-""")
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_FORCE_COLOR="0",
-                   ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-                   ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_FORKS="10")
-        proc = subprocess.run([str(PLAYBOOK_BIN), "--check", "-i", str(tmp_path / "inventory.json"),
-                               str(tmp_path / "play.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
-                              check=False)
-    try:
-        out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    except ValueError:
+""", inventory=inventory, connection=None, check=True, env=dict(QUIET, ANSIBLE_FORKS="10"))
+    if not proc.output:
         pytest.fail(proc.stdout[-3000:] + proc.stderr[-3000:])
     results = {}
-    for task in out["plays"][0]["tasks"]:
-        for host, result in task["hosts"].items():
-            results.setdefault(host, {})[task["task"]["name"].split(" : ", 1)[-1]] = result
-    return proc.returncode, results, asked, proc.stdout + proc.stderr
+    for task_name, host, result in proc.tasks:
+        results.setdefault(host, {})[task_name.split(" : ", 1)[-1]] = result
+    return proc.rc, results, asked, proc.stdout + proc.stderr
 
 
 DOWNLOAD = "Download the repository signing key (read-only GET, also in check mode)"

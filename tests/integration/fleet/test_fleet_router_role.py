@@ -7,13 +7,12 @@ first tasks, so nothing on this machine is changed.
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
+from support.ansible_harness import run_playbook
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-PLAYBOOK_BIN = pathlib.Path(sys.executable).parent / "ansible-playbook"
 
 INVENTORY = {
     "all": {"children": {
@@ -34,18 +33,9 @@ INVENTORY = {
 
 
 def _run(tmp_path, play, inventory=None, extra=()):
-    inventory = INVENTORY if inventory is None else inventory
-    (tmp_path / "inv.json").write_text(json.dumps(inventory))
-    (tmp_path / "p.yml").write_text(play)
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_FORCE_COLOR="0")
-    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp_path / "inv.json"), str(tmp_path / "p.yml"), *extra],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-    return proc, json.loads(proc.stdout[proc.stdout.index("{"):])
-
-
-def _results(out):
-    return [t["hosts"]["r"] for play in out["plays"] for t in play["tasks"] if "r" in t["hosts"]]
+    result = run_playbook(tmp_path, play, inventory=INVENTORY if inventory is None else inventory, connection=None,
+                          args=tuple(extra))
+    return result
 
 
 def test_worker_urls_from_the_group(tmp_path):
@@ -56,10 +46,10 @@ def test_worker_urls_from_the_group(tmp_path):
   tasks:
     - ansible.builtin.debug: {{var: sglang_router_worker_urls}}
 """
-    proc, out = _run(tmp_path, play)
-    assert proc.returncode == 0, proc.stdout[-2000:]
+    proc = _run(tmp_path, play)
+    assert proc.rc == 0, proc.stdout[-2000:]
     # b is multi-node rank 1 (no HTTP API), d opted out, c set its own URL.
-    assert _results(out)[0]["sglang_router_worker_urls"] == ["http://10.0.0.1:30000", "http://c.example:9/"]
+    assert proc.host_results("r")[0]["sglang_router_worker_urls"] == ["http://10.0.0.1:30000", "http://c.example:9/"]
 
 
 ROLE_PLAY = """
@@ -73,24 +63,24 @@ ROLE_PLAY = """
 def test_refuses_loopback_workers_on_other_hosts(tmp_path):
     inv = json.loads(json.dumps(INVENTORY))
     inv["all"]["children"]["llm_servers"]["vars"]["llm_server_models"]["p1"]["host"] = "127.0.0.1"
-    proc, out = _run(tmp_path, ROLE_PLAY, inv, ["--check"])
-    assert proc.returncode != 0
-    failed = [r for r in _results(out) if r.get("failed")]
+    proc = _run(tmp_path, ROLE_PLAY, inv, ["--check"])
+    assert proc.rc != 0
+    failed = [r for r in proc.host_results("r") if r.get("failed")]
     assert "['a']" in failed[0]["msg"] and "0.0.0.0" in failed[0]["msg"]
 
 
 def test_refuses_empty_worker_list_and_bad_urls(tmp_path):
-    proc, out = _run(tmp_path, ROLE_PLAY, extra=["--check", "-e", "sglang_router_worker_group=nobody"])
-    assert proc.returncode != 0
-    msg = [r for r in _results(out) if r.get("failed")][0]["msg"]
+    proc = _run(tmp_path, ROLE_PLAY, extra=["--check", "-e", "sglang_router_worker_group=nobody"])
+    assert proc.rc != 0
+    msg = [r for r in proc.host_results("r") if r.get("failed")][0]["msg"]
     assert "must not be empty" in msg and "sglang_router_allow_no_workers" in msg
-    proc, out = _run(tmp_path, ROLE_PLAY, extra=["--check", "-e", '{"sglang_router_worker_urls": ["http://x:1/v1"]}'])
-    msg = [r for r in _results(out) if r.get("failed")][0]["msg"]
+    proc = _run(tmp_path, ROLE_PLAY, extra=["--check", "-e", '{"sglang_router_worker_urls": ["http://x:1/v1"]}'])
+    msg = [r for r in proc.host_results("r") if r.get("failed")][0]["msg"]
     assert "http://HOST:PORT without a path" in msg
 
 
 def test_refuses_a_bad_policy_by_argument_spec(tmp_path):
-    proc, out = _run(tmp_path, ROLE_PLAY, extra=["--check", "-e", "sglang_router_policy=fastest"])
-    assert proc.returncode != 0
-    msg = [r for r in _results(out) if r.get("failed")][0]["msg"]
+    proc = _run(tmp_path, ROLE_PLAY, extra=["--check", "-e", "sglang_router_policy=fastest"])
+    assert proc.rc != 0
+    msg = [r for r in proc.host_results("r") if r.get("failed")][0]["msg"]
     assert "sglang_router_policy" in msg and "fastest" in msg

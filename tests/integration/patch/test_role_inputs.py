@@ -6,30 +6,15 @@ validation ever let a bad value through, the run still changes nothing on this m
 
 from __future__ import annotations
 
-import json
 import os
-import pathlib
 import sys
-import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from support.ansible_harness import run_playbook
+
 # The role's first task (gpufleet.llm_server.role_inputs), which preflight makes a no-op in site.yml.
 ROLE_INPUTS = "Check the role's variables"
-
-
-def run_playbook(tmp_path, playbook, check):
-    """Run PLAYBOOK (a list of plays) on localhost with the json callback: (rc, [(task name, host result), ...])."""
-    (tmp_path / "play.yml").write_text(json.dumps(playbook))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", *(["--check"] if check else []), str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return proc.returncode, [(t["task"]["name"], h) for p in out["plays"] for t in p["tasks"] for h in t["hosts"].values()]
 
 
 def run(tmp_path, role, variables, check=True):
@@ -40,8 +25,8 @@ def run(tmp_path, role, variables, check=True):
                               sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending"),
                               model_download_restart_marker=str(tmp_path / "restart-pending")),
                  "roles": [{"role": "gpufleet.llm_server." + role}]}]
-    rc, results = run_playbook(tmp_path, playbook, check)
-    return rc, [(name, host) for name, host in results if host.get("failed")]
+    result = run_playbook(tmp_path, playbook, check=check)
+    return result.rc, [(name, host) for name, _host_name, host in result.tasks if host.get("failed")]
 
 
 @pytest.mark.parametrize(
@@ -98,7 +83,8 @@ def run_plays(tmp_path, plays, check=True):
                  "vars": dict(play.get("vars", {}), ansible_python_interpreter=python,
                               sglang_sm120_patch_restart_marker=str(tmp_path / "restart-pending")),
                  "tasks": play["tasks"]} for number, play in enumerate(plays)]
-    return run_playbook(tmp_path, playbook, check)
+    result = run_playbook(tmp_path, playbook, check=check)
+    return result.rc, [(name, host) for name, _host_name, host in result.tasks]
 
 
 def test_every_problem_of_every_role_in_one_failure(tmp_path):

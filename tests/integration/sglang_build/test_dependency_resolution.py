@@ -30,9 +30,9 @@ import time
 
 import pytest
 
+from support.ansible_harness import run_playbook
 from support.pypi import download
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 PIP = "26.3"  # a pip with --dry-run --report and a working fast-deps
 FAST = ["--use-feature=fast-deps", "--only-binary=:all:"]
 
@@ -96,17 +96,10 @@ def run_module(tmp_path, python, project_dir, **options):
     play = [{"name": "resolve", "hosts": "localhost", "gather_facts": False,
              "vars": {"ansible_python_interpreter": sys.executable},
              "tasks": [{"name": "Resolve", "gpufleet.llm_server.sglang_dependencies": args, "register": "r"}]}]
-    (tmp_path / "play.yml").write_text(json.dumps(play))
-    env = pip_env()
-    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1")
     started = time.monotonic()
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           "--check", str(tmp_path / "play.yml")], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, check=False)
+    proc = run_playbook(tmp_path, play, check=True, base_env=pip_env())
     took = time.monotonic() - started
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
-    result = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    result = proc.host_results("localhost")[0]
     print("resolution of %s took %.1f s" % (project_dir, took))
     return result
 
