@@ -25,6 +25,7 @@ import time
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_multinode import as_int
 
 
 class RouterError(Exception):
@@ -236,17 +237,6 @@ def _as_bool(value):
     return value == 1
 
 
-def _as_int(value):
-    """Jinja's ``int`` filter: 0 for what does not read as an integer."""
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        try:
-            return int(float(value))
-        except (TypeError, ValueError):
-            return 0
-
-
 def _var(host_vars, name, default=None):
     """A host's variable, DEFAULT when it is not defined (like ``| default(...)``)."""
     try:
@@ -278,7 +268,7 @@ def worker_urls(hosts):
     """
     urls = []
     for name, host_vars in hosts:
-        if not _worker_enabled(host_vars) or _as_int(_var(host_vars, "llm_server_node_rank", 0)) != 0:
+        if not _worker_enabled(host_vars) or as_int(_var(host_vars, "llm_server_node_rank", 0)) != 0:
             continue
         port = _profile(host_vars).get("port", DEFAULT_WORKER_PORT)
         urls.append(_var(host_vars, "sglang_router_worker_url",
