@@ -16,7 +16,8 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: template_text
-author: gpufleet maintainers
+author:
+  - gpufleet maintainers (@gpufleet)
 short_description: render a template to a string, as ansible.builtin.template's lookup does, without copying every variable
 version_added: 1.0.0
 description:
