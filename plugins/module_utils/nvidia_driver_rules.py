@@ -54,6 +54,26 @@ def select_entry(data, source, distribution, branch):
     return branches[str(branch)]
 
 
+def check_entry(entry, source, distribution, branch, flavor, profile, kernel_modules):
+    """RulesError (the words of the role's former refuse_data.yml) when the entry cannot serve the request: no
+    package set for the flavour and profile, no precompiled modules where they are asked for, or no lock,
+    pinning package or stack."""
+    lock = entry.get("lock") or ""
+    packages = ((entry.get("packages") or {}).get(flavor) or {}).get(profile) or []
+    precompiled = (entry.get("precompiled") or {}).get(flavor) or []
+    if (lock in ("hold", "pin") and (lock != "pin" or entry.get("pin_package")) and packages
+            and (kernel_modules == "dkms" or precompiled) and entry.get("stack")):
+        return
+    precompiled_hint = (" with precompiled modules (nvidia_driver_kernel_modules: precompiled needs nvidia_driver_source:"
+                        " ubuntu: only Canonical builds signed linux-modules-nvidia-* packages)"
+                        if kernel_modules == "precompiled" else "")
+    raise RulesError(
+        "The package data of source '%s', %s, branch %s has no %s/%s package set%s, or its entry lacks "
+        "lock/pin_package/stack. Change nvidia_driver_flavor, nvidia_driver_profile or nvidia_driver_kernel_modules, "
+        "or fix the entry in nvidia_driver_package_data_overrides. Nothing was changed."
+        % (source, distribution, branch, flavor, profile, precompiled_hint))
+
+
 def kernel_flavor_found(kernel_flavor, kernel_release, distribution_version, installed):
     """packages.yml:12-16: explicit flavour, else '<base>-hwe-<release>' when its kernel image is installed, else base."""
     if kernel_flavor:

@@ -175,6 +175,8 @@ def _apt_files(io, preferences_dir):
 def _packages(params, io):
     """dpkg's view of the driver packages: (packages, installed, wanted, first, keep, signature, request)."""
     entry = rules.select_entry(params["package_data"], params["source"], params["distribution"], params["branch"])
+    rules.check_entry(entry, params["source"], params["distribution"], params["branch"], params["flavor"],
+                      params["profile"], params["kernel_modules"])
     status_text = io.read(hs.DPKG_STATUS)
     packages = hs.parse_dpkg_status_file(status_text.decode("utf-8", "replace") if status_text else "")
     installed, _held = hs.installed_and_held(packages)

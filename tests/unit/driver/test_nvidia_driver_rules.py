@@ -189,6 +189,22 @@ def test_selection_refusals_name_the_variable_and_the_known_values():
         rules.select_entry(DATA, "ubuntu", "debian12", "580")
 
 
+def test_entry_refusals_name_the_flavour_profile_and_the_fix():
+    """The checks of the role's former refuse_data.yml assert, now in the state read: same words."""
+    entry = rules.select_entry(DATA, "ubuntu", "ubuntu2404", "595")
+    rules.check_entry(entry, "ubuntu", "ubuntu2404", "595", "open", "compute", "dkms")  # a usable entry: no error
+    rules.check_entry(entry, "ubuntu", "ubuntu2404", "595", "open", "compute", "precompiled")
+    with pytest.raises(rules.RulesError, match="source 'ubuntu', ubuntu2404, branch 595 has no open/desktop package set, "
+                                               "or its entry lacks lock/pin_package/stack"):
+        rules.check_entry(entry, "ubuntu", "ubuntu2404", "595", "open", "desktop", "dkms")
+    pin = rules.select_entry(DATA, "nvidia", "debian12", "590")
+    with pytest.raises(rules.RulesError, match="package set with precompiled modules .*only Canonical builds signed"):
+        rules.check_entry(pin, "nvidia", "debian12", "590", "open", "compute", "precompiled")
+    for broken in ({**entry, "lock": "freeze"}, {**entry, "stack": []}, {**pin, "pin_package": ""}):
+        with pytest.raises(rules.RulesError, match="Nothing was changed"):
+            rules.check_entry(broken, "x", "y", "z", "open", "compute", "dkms")
+
+
 def test_package_set_helpers_follow_the_role():
     entry = rules.select_entry(DATA, "ubuntu", "ubuntu2404", "595")
     assert rules.wanted_packages(entry, "open", "compute", "precompiled", "generic-hwe-24.04") == [
