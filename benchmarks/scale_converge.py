@@ -6,7 +6,7 @@
 Not part of `make test` (it converges site.yml on 8 systemd containers first, minutes on a small
 machine). Steps:
 1. start max(sizes) containers `gpufleet-scale-<i>` from the Molecule base image (same systemd
-   settings as .config/molecule/config.yml, on Docker's default bridge network so that every
+   settings as the Molecule scenarios' platforms, on Docker's default bridge network so that every
    container's loopback is its own: all run the default scenario's profile on the same port);
 2. write an inventory (group llm_servers, docker connection) with molecule/default/group_vars;
 3. converge site.yml on all of them once (untimed, as molecule/default/prepare.yml + converge);
