@@ -9,23 +9,22 @@ the message that says what to set, without any warning besides.
 
 from __future__ import annotations
 
-import os
 import pathlib
-import subprocess
-import sys
+
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def test_first_deploy_refuses_the_placeholder_and_prints_no_warning():
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
-    env.pop("ANSIBLE_CONFIG", None)  # the project's own ansible.cfg, as `make deploy` uses it
-    playbook = pathlib.Path(sys.executable).with_name("ansible-playbook")
-    proc = subprocess.run([str(playbook), "site.yml", "-l", "llm-server"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+def test_first_deploy_refuses_the_placeholder_and_prints_no_warning(tmp_path):
+    # No ANSIBLE_CALLBACKS_ENABLED, no ANSIBLE_CONFIG (run_playbook drops the caller's ANSIBLE_* settings): the
+    # project's own ansible.cfg, found in the checkout as `make deploy` finds it, with its inventory and its
+    # callback (the terminal output a user reads).
+    proc = run_playbook(tmp_path, ROOT / "site.yml", inventory=None, connection=None, args=("-l", "llm-server"),
+                        callback="ansible.builtin.default", cwd=ROOT, timeout=300,
+                        env={"ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "false", "ANSIBLE_FORCE_COLOR": "0"})
     output = proc.stdout + proc.stderr
-    assert proc.returncode == 2, output
+    assert proc.rc == 2, output
     assert '[inventory] ansible_host (llm-server) = "REPLACE_WITH_SERVER_ADDRESS": is still the placeholder' in output
     assert "inventories/production/hosts.yml" in output
     assert "nothing was changed" in output  # refused on the controller (issue 15), before any connection

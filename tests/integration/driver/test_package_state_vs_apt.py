@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import shutil
 import subprocess
 import sys
 
+from support.ansible_harness import run_playbook
 from support.requires import require_for_module
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-PLAYBOOK_BIN = pathlib.Path(sys.executable).parent / "ansible-playbook"
+QUIET = {"ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
 
 require_for_module(not (shutil.which("dpkg-query") and shutil.which("apt-cache") and os.path.isdir("/var/lib/apt/lists")),
                    "a Debian machine with apt indexes")
@@ -46,8 +45,7 @@ def test_installed_means_apt_would_do_nothing(tmp_path):
     candidate = _not_installed_candidate()
     if candidate:
         requests.append(candidate)
-    play = tmp_path / "play.yml"
-    play.write_text("""
+    play = """
 - hosts: localhost
   connection: local
   gather_facts: false
@@ -68,14 +66,11 @@ def test_installed_means_apt_would_do_nothing(tmp_path):
       # reads as changed and the loop goes on to the next request.
       changed_when: apt_answer.changed | default(false) or apt_answer.failed | default(false)
       failed_when: false
-""")
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"))
-    proc = subprocess.run([str(PLAYBOOK_BIN), str(play), "-e", json.dumps({"requests": requests,
-                           "ansible_python_interpreter": sys.executable})], cwd=ROOT, env=env, capture_output=True,
-                          text=True, check=False)
-    out = json.loads(proc.stdout[proc.stdout.index("{"):])
+"""
+    run = run_playbook(tmp_path, play, env=QUIET,
+                       args=("-e", json.dumps({"requests": requests, "ansible_python_interpreter": sys.executable})))
+    out = run.output
+    assert out, run.stdout[-2000:] + run.stderr[-2000:]
     state = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
     apt = {item["item"]: item for item in out["plays"][0]["tasks"][1]["hosts"]["localhost"]["results"]}
     assert set(state["missing"]) | set(state["installed"]) == set(requests)

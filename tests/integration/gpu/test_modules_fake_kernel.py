@@ -1,5 +1,5 @@
-"""Run the real modules through `ansible localhost -m gpufleet.llm_server.<module>` against a fake
-kernel running as a separate process.
+"""Run the real modules, each as a one-task play on localhost (tests/support/ansible_harness.py run_module),
+against a fake kernel running as a separate process.
 
 tests/support/fake_sysfs.py `serve` is a TEST DOUBLE for the kernel (see its docstring): its control
 files are FIFOs and a daemon applies each write the way the kernel does, so the modules write with
@@ -16,11 +16,11 @@ import time
 
 import pytest
 
+from support.ansible_harness import run_module
 from support.fake_sysfs import FakeKernel
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 FAKE = ROOT / "tests" / "support" / "fake_sysfs.py"
-ANSIBLE = pathlib.Path(sys.executable).parent / "ansible"
 GPUS = ["0000:%02x:00.0" % (i + 1) for i in range(8)]
 AUDIO = ["0000:%02x:00.1" % (i + 1) for i in range(8)]
 
@@ -44,18 +44,13 @@ def kernel(tmp_path):
     proc.wait(timeout=10)
 
 
-def ansible(module, args, check=False, diff=False):
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    cmd = [str(ANSIBLE), "localhost", "-c", "local", "-i", "localhost,", "-m", "gpufleet.llm_server." + module,
-           "-a", json.dumps(args)]
-    cmd += ["--check"] if check else []
-    cmd += ["--diff"] if diff else []
-    out = subprocess.run(cmd, env=env, cwd=str(ROOT), capture_output=True, text=True, timeout=120, check=False)
-    assert "{" in out.stdout, "no JSON from %s\nstdout: %s\nstderr: %s" % (cmd, out.stdout, out.stderr)
-    data, _end = json.JSONDecoder().raw_decode(out.stdout[out.stdout.index("{"):])
-    return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
+def ansible(fake, module, args, check=False, diff=False):
+    """The module's result, run on localhost through tests/support/ansible_harness.py (files in the test's tmp_path,
+    the directory above the fake kernel's tree)."""
+    run = run_module(pathlib.Path(fake.base).parent, "gpufleet.llm_server." + module, args, check=check, diff=diff,
+                     timeout=120)
+    assert run.output, "no JSON from %s\nstdout: %s\nstderr: %s" % (module, run.stdout, run.stderr)
+    return run.result
 
 
 def roots(fake):
@@ -69,12 +64,12 @@ def journal_ops(fake):
 
 def test_round_trip_vfio_and_back(kernel):
     args = dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=5)
-    planned = ansible("pci_driver_bind", args, check=True, diff=True)
+    planned = ansible(kernel, "pci_driver_bind", args, check=True, diff=True)
     assert planned["changed"] is True and not os.path.exists(kernel.journal)  # check mode wrote nothing
     assert "0000:01:00.0 (gpu): driver=vfio-pci override=vfio-pci" in planned["diff"]["after"]
     assert "0000:01:00.0 (gpu): driver=nvidia override=None" in planned["diff"]["before"]
 
-    moved = ansible("pci_driver_bind", args)
+    moved = ansible(kernel, "pci_driver_bind", args)
     assert moved.get("failed") is not True, moved.get("msg")
     assert moved["changed"] is True
     assert dict(kernel.state()) == {a: ("vfio-pci", "vfio-pci") for a in GPUS + AUDIO}
@@ -82,25 +77,25 @@ def test_round_trip_vfio_and_back(kernel):
     assert [o for o, _r in ops] == ["unbind"] * 16 + ["drivers_probe"] * 16  # overrides are plain files
     assert all(r == "ok:vfio-pci" for o, r in ops if o == "drivers_probe")
 
-    again = ansible("pci_driver_bind", args)
+    again = ansible(kernel, "pci_driver_bind", args)
     assert again["changed"] is False and again["operations"] == []
 
-    facts = ansible("gpu_info", dict(roots(kernel), probe="sysfs", read_kernel_log=False))
+    facts = ansible(kernel, "gpu_info", dict(roots(kernel), probe="sysfs", read_kernel_log=False))
     info = facts["ansible_facts"]["gpu_info"]
     assert info["vfio_bound_count"] == 8 and info["gpu_count"] == 0 and info["diagnosis"] == []
 
-    back = ansible("pci_driver_bind", dict(args, driver="nvidia"))
+    back = ansible(kernel, "pci_driver_bind", dict(args, driver="nvidia"))
     assert back.get("failed") is not True, back.get("msg")
     state = kernel.state()
     assert {state[a] for a in GPUS} == {("nvidia", None)} and {state[a] for a in AUDIO} == {("snd_hda_intel", None)}
     assert back["modules_loaded"] == []  # nvidia_uvm loaded, device nodes present in the tree
-    facts = ansible("gpu_info", dict(roots(kernel), probe="sysfs", read_kernel_log=False))
+    facts = ansible(kernel, "gpu_info", dict(roots(kernel), probe="sysfs", read_kernel_log=False))
     assert facts["gpu_info"]["nvidia_bound_count"] == 8 and facts["gpu_info"]["module_flavor"] == "open"
 
 
 def test_busy_gpu_refused_through_ansible(kernel):
     kernel.add_process(5150, "sglang", [os.path.join(kernel.dev, "nvidia0")])
-    result = ansible("pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci"))
+    result = ansible(kernel, "pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci"))
     assert result["failed"] is True
     assert "0000:01:00.0 (nvidia): pid 5150 sglang" in result["msg"]
     assert not os.path.exists(kernel.journal)
@@ -108,7 +103,7 @@ def test_busy_gpu_refused_through_ansible(kernel):
 
 def test_missing_device_refused_before_any_write(kernel):
     kernel.vanish("0000:08:00.0")
-    result = ansible("pci_driver_bind", dict(roots(kernel), devices=GPUS, driver="vfio-pci"))
+    result = ansible(kernel, "pci_driver_bind", dict(roots(kernel), devices=GPUS, driver="vfio-pci"))
     assert result["failed"] is True and "0000:08:00.0: no such PCI device" in result["msg"]
     assert not os.path.exists(kernel.journal)
 
@@ -118,7 +113,7 @@ def test_device_vanishing_midway_restores_the_others(kernel):
     before = kernel.state()
     with open(os.path.join(kernel.base, "faults.json"), "w", encoding="utf-8") as handle:
         json.dump({"drivers_probe 0000:05:00.0": "vanish"}, handle)
-    result = ansible("pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=1))
+    result = ansible(kernel, "pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=1))
     assert result["failed"] is True
     assert "0000:05:00.0 vanished from the PCI bus" in result["msg"]
     after = kernel.state()
@@ -129,22 +124,22 @@ def test_device_vanishing_midway_restores_the_others(kernel):
 
 
 def test_bad_input_errors(kernel):
-    result = ansible("pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=0))
+    result = ansible(kernel, "pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=0))
     assert result["failed"] is True and "settle_timeout=0.0 must be a positive" in result["msg"]
-    result = ansible("gpu_info", {"sysfs_root": "/nonexistent"})
+    result = ansible(kernel, "gpu_info", {"sysfs_root": "/nonexistent"})
     assert result["failed"] is True and "sysfs_root=/nonexistent has no bus/" in result["msg"]
 
 
 def test_persist_writes_and_removes_driverctl_files(kernel, tmp_path):
     persist_dir = tmp_path / "driverctl.d"
     args = dict(roots(kernel), devices=[GPUS[0]], driver="vfio-pci", persist=True, persist_dir=str(persist_dir))
-    result = ansible("pci_driver_bind", args)
+    result = ansible(kernel, "pci_driver_bind", args)
     assert result.get("failed") is not True, result.get("msg")
     assert sorted(os.listdir(persist_dir)) == ["pci-0000:01:00.0", "pci-0000:01:00.1"]
     assert (persist_dir / "pci-0000:01:00.0").read_text(encoding="utf-8") == "vfio-pci\n"
     warned = any("driverctl is not installed" in w for w in result.get("warnings", []))
     assert warned is (shutil.which("driverctl") is None)
-    again = ansible("pci_driver_bind", args)
+    again = ansible(kernel, "pci_driver_bind", args)
     assert again["changed"] is False and again["persisted"] == []
-    back = ansible("pci_driver_bind", dict(args, driver="nvidia"))
+    back = ansible(kernel, "pci_driver_bind", dict(args, driver="nvidia"))
     assert back["changed"] is True and os.listdir(persist_dir) == []

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 
+from support.ansible_harness import JSON_CALLBACK, playbook_command, run_playbook
 from support.fake_hf_hub import FakeHub, model_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -69,6 +70,7 @@ def _profile(model_path, shards, shard_size, **extra):
 
 
 def _command(tmp_path, hub, profile, *, verbose=False, check=False, token="", **role_vars):
+    """run_playbook's arguments for one run of the role (vars in tmp_path/vars.json, mode 0600)."""
     endpoint = hub.endpoint if hub else "http://127.0.0.1:9"
     model_vars = {
         "llm_server_model": "tiny",
@@ -90,39 +92,40 @@ def _command(tmp_path, hub, profile, *, verbose=False, check=False, token="", **
     vars_file = tmp_path / "vars.json"
     vars_file.write_text(json.dumps(model_vars))
     vars_file.chmod(0o600)
-    play = tmp_path / "play.yml"
-    play.write_text(
-        "- hosts: localhost\n  connection: local\n  gather_facts: false\n"
-        "  roles:\n    - gpufleet.llm_server.model_download\n"
-        "  handlers:\n    - name: restart sglang\n      ansible.builtin.debug:\n        msg: HANDLER restart sglang ran\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "HF_"))}
-    env.update(ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
-               ANSIBLE_REMOTE_TEMP=str(tmp_path / "remote-tmp"), ANSIBLE_ASYNC_DIR=str(tmp_path / "async"),
-               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_PIPELINING="1")
-    if not verbose:
-        env["ANSIBLE_STDOUT_CALLBACK"] = "ansible.builtin.json"
-    cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-e", "@" + str(vars_file), str(play)]
-    if verbose:
-        cmd.append("-vvv")
-    if check:
-        cmd.append("--check")
-    return cmd, env
+    play = ("- hosts: localhost\n  connection: local\n  gather_facts: false\n"
+            "  roles:\n    - gpufleet.llm_server.model_download\n"
+            "  handlers:\n    - name: restart sglang\n      ansible.builtin.debug:\n        msg: HANDLER restart sglang ran\n")
+    # The checkout's ansible.cfg as before; -vvv output goes through its default callback (what a user sees).
+    return dict(playbook=play, connection=None, check=check,
+                args=("-e", "@" + str(vars_file), *(["-vvv"] if verbose else [])),
+                callback="ansible.builtin.default" if verbose else JSON_CALLBACK,
+                base_env={k: v for k, v in os.environ.items() if not k.startswith("HF_")},
+                env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCAL_TEMP": str(tmp_path / "tmp"),
+                     "ANSIBLE_REMOTE_TEMP": str(tmp_path / "remote-tmp"),
+                     "ANSIBLE_ASYNC_DIR": str(tmp_path / "async"), "ANSIBLE_FORCE_COLOR": "0",
+                     "ANSIBLE_PIPELINING": "1"})
+
+
+def start_role(tmp_path, hub, profile, *, token=""):
+    """The role's ansible-playbook run started in the background (its own session, output discarded), to be killed."""
+    argv, env = playbook_command(tmp_path, **_command(tmp_path, hub, profile, token=token))
+    return subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
 
 
 def run_role(tmp_path, hub, profile, *, verbose=False, check=False, token="", **role_vars):
     """Run the role once; return (rc, stdout+stderr, per-task results from the json callback or None)."""
-    cmd, env = _command(tmp_path, hub, profile, verbose=verbose, check=check, token=token, **role_vars)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
+    proc = run_playbook(tmp_path, **_command(tmp_path, hub, profile, verbose=verbose, check=check, token=token,
+                                              **role_vars), timeout=240)
     out = proc.stdout + proc.stderr
     results = None
     if not verbose:
-        start = re.search(r"^\{", proc.stdout, re.M)  # progress lines and profile_tasks print around the JSON
-        assert start, out[-3000:]
-        data = json.JSONDecoder().raw_decode(proc.stdout[start.start():])[0]
+        data = proc.output  # progress lines and profile_tasks print around the JSON
+        assert data, out[-3000:]
         results = {"stats": data["stats"]["localhost"],
                    "tasks": {t["task"]["name"].split(" : ")[-1]: t["hosts"].get("localhost", {})
                              for p in data["plays"] for t in p["tasks"]}}
-    return proc.returncode, out, results
+    return proc.rc, out, results
 
 
 def shard_names(n):
@@ -452,9 +455,7 @@ def test_killed_job_leaves_no_token_and_the_rerun_resumes(tmp_path):
     files = model_files(2, BIG)
     model = tmp_path / "models" / "tiny"
     with FakeHub(REPO, files, token=TOKEN, bytes_per_second=SLOW) as hub:  # ~7 s of body
-        cmd, env = _command(tmp_path, hub, _profile(model, 2, BIG), token=TOKEN)
-        play = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        play = start_role(tmp_path, hub, _profile(model, 2, BIG), token=TOKEN)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not status_file(model).get("bytes_done"):
             time.sleep(0.1)
@@ -483,9 +484,7 @@ def test_killed_job_leaves_no_token_and_the_rerun_resumes(tmp_path):
 
     other = tmp_path / "models" / "other"
     with FakeHub(REPO, files, token=TOKEN, bytes_per_second=SLOW) as hub:
-        cmd, env = _command(tmp_path, hub, _profile(other, 2, BIG), token=TOKEN)
-        play = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                start_new_session=True)
+        play = start_role(tmp_path, hub, _profile(other, 2, BIG), token=TOKEN)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not status_file(other).get("bytes_done"):
             time.sleep(0.1)

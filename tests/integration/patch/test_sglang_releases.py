@@ -14,13 +14,13 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 import sys
 import tarfile
 import zipfile
 
 import pytest
 
+from support.ansible_harness import run_playbook
 from support.pypi import download
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -93,21 +93,12 @@ def run_role(packages, tmp_path, *extra, role_vars=None):
         # the restart-pending marker (issue 17) in the test's directory, never this machine's /var/lib
         "sglang_sm120_patch_restart_marker": str(tmp_path / "state" / ("restart-pending-" + host(v)))}
         for v, p in packages.items()}}}
-    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
     playbook = [{"name": "SM120 patch", "hosts": "all", "gather_facts": False, "vars": role_vars or {},
                  "roles": [{"role": "gpufleet.llm_server.sglang_sm120_patch"}]}]
-    (tmp_path / "play.yml").write_text(json.dumps(playbook))
-    # run outside the checkout so its ansible.cfg (profile_tasks output) stays out of the JSON
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_FORKS="5", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1")
-    bindir = pathlib.Path(sys.executable).parent
-    proc = subprocess.run([str(bindir / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
-                           str(tmp_path / "play.yml"), *extra],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False)
-    start = proc.stdout.find("{")
-    assert start != -1, proc.stdout + proc.stderr
-    return proc.returncode, json.loads(proc.stdout[start:])
+    run = run_playbook(tmp_path, playbook, inventory=inventory, connection=None, args=extra,
+                       env={"ANSIBLE_FORKS": "5"})
+    assert run.output, run.stdout + run.stderr
+    return run.rc, run.output
 
 
 def task_results(output, name):

@@ -14,11 +14,11 @@ import copy
 import json
 import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -94,12 +94,9 @@ def outcome(tmp_path_factory):
     # Ansible's YAML loader reads back what PyYAML writes: NaN as .nan, line breaks as escapes.
     inventory = tmp / "inventory.yml"
     inventory.write_text(yaml.safe_dump({"all": {"hosts": hosts}}, allow_unicode=False))
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           str(HERE / "preflight.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=900, check=False)
-    result = json.loads(proc.stdout)
+    proc = run_playbook(tmp, HERE / "preflight.yml", inventory=inventory, connection=None,
+                        env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}, timeout=900)
+    result = proc.output
     failed = {}
     for play in result["plays"]:
         for task in play["tasks"]:

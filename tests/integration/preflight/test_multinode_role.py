@@ -8,14 +8,12 @@ the messages of the role's former tasks/multinode.yml. Nothing runs after prefli
 """
 
 import copy
-import json
-import os
 import pathlib
 import sys
-import subprocess
 
 import pytest
 import yaml
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -48,12 +46,9 @@ def outcome(tmp_path_factory):
         "hosts": hosts,
         "children": {"pair": {"hosts": {"node-b": {}, "node-a": {}}}, "loop": {"hosts": {"loop-1": {}, "loop-0": {}}}},
     }}))
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           str(HERE / "multinode.yml")], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
-    result = json.loads(proc.stdout)
+    proc = run_playbook(tmp, HERE / "multinode.yml", inventory=inventory, connection=None,
+                        env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")})
+    result = proc.output
     failed, shown = {}, {}
     for play in result["plays"]:
         for task in play["tasks"]:

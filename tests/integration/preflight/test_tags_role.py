@@ -8,15 +8,12 @@ network traffic at all; the plugin reports it as a failed task, not an unreachab
 must a `--tags sm120-patch` run with the list emptied.
 """
 
-import json
-import os
 import pathlib
-import subprocess
-import sys
 import uuid
 
 import pytest
 import yaml
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -40,12 +37,9 @@ def inventory(tmp_path_factory):
 
 
 def run(inventory, *args):
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           str(HERE / "tags.yml"), *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
-    result = json.loads(proc.stdout)
+    proc = run_playbook(inventory.parent, HERE / "tags.yml", inventory=inventory, connection=None, args=args,
+                        env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")}, timeout=300)
+    result = proc.output
     tasks = {}
     for play in result["plays"]:
         for task in play["tasks"]:
@@ -55,7 +49,7 @@ def run(inventory, *args):
 
 def assert_the_facts_tried_the_host(proc, tasks, stats):
     """The docker connection to a missing container fails the first remote task (failed, not unreachable)."""
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert stats["failures"] + stats["unreachable"] == 1
     facts = tasks["Gather host facts"]
     assert facts.get("failed") or facts.get("unreachable"), facts
@@ -64,7 +58,7 @@ def assert_the_facts_tried_the_host(proc, tasks, stats):
 
 def test_a_patch_only_run_reads_nothing_on_the_host(inventory):
     proc, tasks, stats = run(inventory, "--tags", "sm120-patch")
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert proc.rc == 0, proc.stdout[-3000:]
     assert stats["unreachable"] == 0 and stats["failures"] == 0
     assert tasks["Gather host facts"].get("skipped") is True
     assert tasks["Read GPU facts"].get("skipped") is True

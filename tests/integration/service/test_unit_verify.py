@@ -11,8 +11,6 @@ offline, systemd need not be PID 1). ExecStart's interpreter is this test's Pyth
 command exists. Also shown: systemd-analyze rejects a unit whose ExecStart the renderer would have
 refused, and the role refuses such a profile before writing any file."""
 
-import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -22,6 +20,7 @@ import pytest
 import yaml
 
 from support import pypi
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PLAYBOOK = ROOT / "tests" / "integration" / "service" / "unit_verify" / "render.yml"
@@ -69,11 +68,9 @@ def _host(tmp, name, profiles, model, **extra):
 def _play(tmp, hosts):
     inventory = tmp / "inventory.yml"
     inventory.write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"))
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
-                           str(PLAYBOOK)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    return proc, json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
+    proc = run_playbook(tmp, PLAYBOOK, inventory=inventory, connection=None,
+                        env={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")})
+    return proc, proc.output
 
 
 def _failures(result):
@@ -104,7 +101,7 @@ def test_every_accepted_profile_renders_a_unit_systemd_accepts(tmp_path, trees):
                 expected[host] = (name, version)
     assert len({name for name, _v in expected.values()}) >= 2
     proc, result = _play(tmp_path, hosts)
-    assert proc.returncode == 0, _failures(result) or proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert proc.rc == 0, _failures(result) or proc.stdout[-6000:] + proc.stderr[-3000:]
     for host, (name, version) in expected.items():
         unit = tmp_path / host / "units" / ("sglang-%s.service" % name)
         verify = _verify(unit)
@@ -132,7 +129,7 @@ def test_a_split_exec_start_is_what_systemd_rejects(tmp_path):
     bypass = {"flags_checked": False, "exec_start_args": '"--model-path" "/shared/m\n" "--tp-size" "8"'}
     hosts = {"bypass": _host(tmp_path, "bypass", {"m": {}}, "m", unit_verify_bypass=bypass)}
     proc, _result = _play(tmp_path, hosts)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert proc.rc == 0, proc.stdout[-4000:]
     verify = _verify(tmp_path / "bypass" / "units" / "sglang-m.service")
     assert verify.returncode != 0 and "Unbalanced quoting" in verify.stderr
 
@@ -143,6 +140,6 @@ def test_a_profile_with_a_line_break_writes_nothing(tmp_path, trees):
     hosts = {"broken": _host(tmp_path, "broken", profiles, "qwen3.5-397b-nvfp4",
                              sglang_service_sglang_dir=trees["0.5.23"])}
     proc, result = _play(tmp_path, hosts)
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert "[control-characters] llm_server_models['qwen3.5-397b-nvfp4'].served_model_name" in proc.stdout
     assert not (tmp_path / "broken" / "units").exists() and not (tmp_path / "broken" / "env").exists()

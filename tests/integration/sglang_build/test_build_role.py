@@ -19,6 +19,7 @@ import sys
 import tarfile
 
 import pytest
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -69,14 +70,9 @@ def run_play(tmp_path, upstream, args, **overrides):
     variables.update(overrides)
     play = [{"name": "build", "hosts": "localhost", "gather_facts": False, "vars": variables,
              "roles": [{"role": "gpufleet.llm_server.sglang_build"}]}]
-    (tmp_path / "play.yml").write_text(json.dumps(play))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PIP_"))}
-    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1", PIP_CONFIG_FILE=os.devnull)
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           str(tmp_path / "play.yml"), *args], capture_output=True, text=True, env=env, cwd=tmp_path,
-                          check=False)
-    return proc.returncode, json.loads(proc.stdout[proc.stdout.index("{"):])
+    run = run_playbook(tmp_path, play, args=tuple(args), env={"PIP_CONFIG_FILE": os.devnull},
+                       base_env={k: v for k, v in os.environ.items() if not k.startswith("PIP_")})
+    return run.rc, run.output
 
 
 def installed(tmp_path):

@@ -20,7 +20,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 STANDIN = ROOT / "tests" / "support" / "standin_sglang"
 sys.path.insert(0, str(ROOT / "tests"))
 
+from support import ansible_harness  # noqa: E402
 from support.processes import stop_process  # noqa: E402
+
+QUIET = {"ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
 PORTS = range(30200, 30300)
 _taken: set[int] = set()
 
@@ -96,42 +99,27 @@ class Standin:
 
 
 def run_module(args: dict, tmp_path: pathlib.Path, *, check: bool = False, expect_error: bool = False):
-    """Run gpufleet.llm_server.openai_smoke_test through ansible-playbook on localhost; return its result.
+    """Run gpufleet.llm_server.openai_smoke_test on localhost (tests/support/ansible_harness.py run_module); return
+    its result, with the run's stdout as _stdout.
 
     The task fails only when the module could not run the checks (`passed` missing); failed checks
     are returned. expect_error=True: assert that ansible-playbook failed and return its output."""
-    playbook = tmp_path / "smoke.yml"
-    playbook.write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "tasks": [
-            {"name": "smoke", "gpufleet.llm_server.openai_smoke_test": args, "register": "smoke",
-             "failed_when": "smoke.passed is not defined"},
-            {"name": "dump", "check_mode": False,
-             "ansible.builtin.copy": {"content": "{{ smoke | to_json }}", "dest": str(tmp_path / "result.json")}},
-        ],
-    }]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_LOCALHOST_WARNING="0",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_NOCOLOR="1")
-    venv_bin = pathlib.Path(sys.executable).parent
-    cmd = [str(venv_bin / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)]
-    if check:
-        cmd.append("--check")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    run = ansible_harness.run_module(tmp_path, "gpufleet.llm_server.openai_smoke_test", args, check=check,
+                                     task={"register": "smoke", "failed_when": "smoke.passed is not defined"},
+                                     env=QUIET)
     if expect_error:
-        assert proc.returncode != 0, proc.stdout[-4000:]
-        return proc.stdout + proc.stderr
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    result = json.loads((tmp_path / "result.json").read_text())
-    result["_stdout"] = proc.stdout
-    return result
+        assert run.rc != 0, run.stdout[-4000:]
+        return run.stdout + run.stderr
+    assert run.rc == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    return dict(run.result, _stdout=run.stdout)
 
 
-def run_role(tmp_path: pathlib.Path, port: int, **extra) -> subprocess.CompletedProcess:
+def run_role(tmp_path: pathlib.Path, port: int, **extra) -> ansible_harness.PlaybookResult:
     """The openai_smoke_test role through ansible-playbook on localhost, against 127.0.0.1:PORT (profile 'demo').
 
     Unit watching, rollback and marking known good are off unless EXTRA turns them on (they need the
-    sglang_service role and systemd); the report goes to TMP_PATH/reports. proc.flat: stdout unwrapped."""
+    sglang_service role and systemd); the report goes to TMP_PATH/reports. The default callback with the
+    checkout's ansible.cfg (what a user sees); result.flat: stdout unwrapped."""
     inventory_vars = {
         "llm_server_model": "demo",
         "llm_server_models": {"demo": {"host": "127.0.0.1", "port": port, "served_model_name": "demo",
@@ -147,13 +135,10 @@ def run_role(tmp_path: pathlib.Path, port: int, **extra) -> subprocess.Completed
     }
     inventory_vars.update(extra)
     (tmp_path / "vars.json").write_text(json.dumps(inventory_vars))
-    (tmp_path / "play.yml").write_text(json.dumps([{
-        "hosts": "localhost", "gather_facts": False,
-        "roles": [{"role": "gpufleet.llm_server.openai_smoke_test"}]}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "@" + str(tmp_path / "vars.json"), str(tmp_path / "play.yml")]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
-    proc.flat = " ".join(proc.stdout.split())  # the YAML callback wraps long lines
-    return proc
+    result = ansible_harness.run_playbook(
+        tmp_path, [{"hosts": "localhost", "gather_facts": False,
+                    "roles": [{"role": "gpufleet.llm_server.openai_smoke_test"}]}],
+        args=("-e", "@" + str(tmp_path / "vars.json")), callback="ansible.builtin.default",
+        env=dict(QUIET, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg")), timeout=300)
+    result.flat = " ".join(result.stdout.split())  # the YAML callback wraps long lines
+    return result

@@ -120,7 +120,7 @@ def test_real_engine_role_names_a_wrong_key_in_seconds(fc, tmp_path):
                                                                    "served_model_name": "smollm2"}},
                     openai_smoke_test_api_key="sk-wrong", openai_smoke_test_rollback=True,
                     openai_smoke_test_ready_timeout=1800)
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert time.monotonic() - started < 90
     assert "The API key was rejected" in proc.flat and "not rolled back" in proc.flat
     report = json.loads((tmp_path / "reports" / "localhost-deploy.json").read_text())

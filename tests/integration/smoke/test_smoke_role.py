@@ -17,7 +17,7 @@ def test_role_waits_with_progress_then_reports(standin, tmp_path):
     server = standin("delay=12", tool_call_parser="kimi_k2", reasoning_parser="kimi_k2",
                      served_model_name="demo", wait=False)
     proc = run_role(tmp_path, server.port)
-    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert proc.rc == 0, proc.stdout[-4000:]
     assert "not ready after" in proc.flat and "(/health 503" in proc.flat
     assert "Smoke test deploy of demo at http://127.0.0.1:%d: PASSED" % server.port in proc.flat
     report = json.loads((tmp_path / "reports" / "localhost-deploy.json").read_text())
@@ -32,7 +32,7 @@ def test_role_fails_with_report_when_rollback_is_off(standin, tmp_path):
     server = standin("kimi_raw", tool_call_parser=None, served_model_name="demo")
     proc = run_role(tmp_path, server.port, llm_server_models={"demo": {
         "host": "127.0.0.1", "port": server.port, "served_model_name": "demo"}})
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert "rollback is off: openai_smoke_test_rollback=false" in proc.flat
     assert "tool_call_parser: kimi_k2 (currently unset)" in proc.flat, proc.flat[-3000:]
     report = json.loads((tmp_path / "reports" / "localhost-deploy.json").read_text())
@@ -41,7 +41,7 @@ def test_role_fails_with_report_when_rollback_is_off(standin, tmp_path):
 
 def test_role_refuses_unknown_profile_before_any_request(tmp_path):
     proc = run_role(tmp_path, 30299, llm_server_model="nope")
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert "profile 'nope'" in proc.flat and "is not in llm_server_models" in proc.flat
     assert not (tmp_path / "reports").exists()
 
@@ -57,7 +57,7 @@ def test_role_diagnoses_a_wrong_key_in_seconds_and_does_not_roll_back(replay, tm
     proc = run_role(tmp_path, server.port, openai_smoke_test_api_key="sk-wrong", openai_smoke_test_rollback=True,
                     openai_smoke_test_ready_timeout=1800)
     took = time.monotonic() - started
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert took < 90, f"the wrong key took {took:.0f}s: it must not wait for the readiness timeout"
     assert "not rolled back: the cause is in the smoke test itself or its settings (llm_server_api_key)" in proc.flat
     assert "The API key was rejected" in proc.flat
@@ -71,7 +71,7 @@ def test_role_diagnoses_a_wrong_key_in_seconds_and_does_not_roll_back(replay, tm
 def test_role_progress_shows_health_and_models(replay, tmp_path):
     server = replay("starting", model="demo")
     proc = run_role(tmp_path, server.port, openai_smoke_test_ready_timeout=3, openai_smoke_test_progress_interval=1)
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert "(/health 503, /v1/models 200;" in proc.flat
     report = report_of(tmp_path)
     assert report["failed_checks"] == ["ready"] and report["causes"][0]["cause"] == "not_ready_starting"
@@ -81,7 +81,7 @@ def test_role_progress_shows_health_and_models(replay, tmp_path):
 def test_role_gives_up_on_a_hung_server_within_the_suite_budget(replay, tmp_path):
     server = replay("stalled_body", model="demo")
     proc = run_role(tmp_path, server.port, openai_smoke_test_request_timeout=2, openai_smoke_test_suite_timeout=5)
-    assert proc.returncode != 0 and "rollback is off: openai_smoke_test_rollback=false" in proc.flat
+    assert proc.rc != 0 and "rollback is off: openai_smoke_test_rollback=false" in proc.flat
     report = report_of(tmp_path)
     assert report["elapsed_s"] <= 5.5, report["elapsed_s"]
     assert report["checks"]["models"]["status"] == "passed"
@@ -93,7 +93,7 @@ def test_role_gives_up_on_a_hung_server_within_the_suite_budget(replay, tmp_path
 def test_role_reports_a_probe_that_cannot_run_and_does_not_roll_back(replay, tmp_path):
     server = replay("healthy", model="demo")
     proc = run_role(tmp_path, server.port, openai_smoke_test_probe_timeout=0, openai_smoke_test_rollback=True)
-    assert proc.returncode != 0
+    assert proc.rc != 0
     assert "probe_timeout=0.0 must be > 0" in proc.flat
     assert "not rolled back" in proc.flat
     report = report_of(tmp_path)

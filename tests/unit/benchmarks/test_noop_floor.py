@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
+from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BENCHMARKS = ROOT / "benchmarks"
@@ -235,8 +234,7 @@ def test_ratios_and_table():
 
 def test_task_ledger_on_a_real_play(tmp_path):
     """ansible-playbook with the callback enabled as noop_floor.py enables it, the default stdout kept."""
-    play = tmp_path / "play.yml"
-    play.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+    play = yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "Read a file", "ansible.builtin.stat": {"path": str(tmp_path)}},
         {"name": "Make two files", "loop": ["a", "b"],
          "ansible.builtin.copy": {"content": "x\n", "dest": f"{tmp_path}/{{{{ item }}}}", "mode": "0644"}},
@@ -244,15 +242,14 @@ def test_task_ledger_on_a_real_play(tmp_path):
         {"name": "Skipped", "ansible.builtin.debug": {"msg": "x"}, "when": False},
         {"name": "On the controller", "ansible.builtin.stat": {"path": "/"}, "delegate_to": "localhost"},
         {"name": "Fails, ignored", "ansible.builtin.fail": {"msg": "no"}, "ignore_errors": True},
-    ]}]))
+    ]}])
     ledger = tmp_path / "ledger.jsonl"
-    env = dict(os.environ, ANSIBLE_CALLBACK_PLUGINS=str(BENCHMARKS / "callback_plugins"),
-               ANSIBLE_CALLBACKS_ENABLED="task_ledger", GPUFLEET_TASK_LEDGER=str(ledger),
-               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                           "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}", str(play)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_playbook(tmp_path, play, args=("-e", f"ansible_python_interpreter={sys.executable}"),
+                        callback="ansible.builtin.default", timeout=300,
+                        env={"ANSIBLE_CALLBACK_PLUGINS": str(BENCHMARKS / "callback_plugins"),
+                             "ANSIBLE_CALLBACKS_ENABLED": "task_ledger", "GPUFLEET_TASK_LEDGER": str(ledger),
+                             "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg")})
+    assert proc.rc == 0, proc.stdout + proc.stderr
     assert "PLAY RECAP" in proc.stdout
     entries = noop_floor.load_ledger(ledger)
     by_task = {e["task"]: e for e in entries}

@@ -2,17 +2,12 @@
 process. The file function on real tmp files, and the action through a real ansible-playbook run."""
 
 import json
-import os
-import pathlib
 import stat
-import subprocess
-import sys
 
 import pytest
 from ansible.errors import AnsibleActionFail
 from ansible_collections.gpufleet.llm_server.plugins.action.controller_file import octal, write_file
-
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+from support.ansible_harness import run_playbook
 
 
 def test_write_file_creates_directories_writes_once_and_fixes_the_mode(tmp_path):
@@ -36,19 +31,15 @@ def test_octal_names_the_option():
 
 def test_action_writes_in_check_mode_and_never_reports_changed(tmp_path):
     dest = tmp_path / "reports" / "h-deploy.json"
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [
+    playbook = [{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "report", "gpufleet.llm_server.controller_file": {"dest": str(dest), "content": "{{ {'a': 1} | to_json }}\n"},
          "register": "written"},
         {"name": "result", "ansible.builtin.debug": {"msg": "WRITTEN={{ written.written }} CHANGED={{ written.changed }}"}},
-    ]}]))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_LOCALHOST_WARNING="0",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_NOCOLOR="1")
-    cmd = [str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           str(playbook), "--check"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    ]}]
+    quiet = {"ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
+    proc = run_playbook(tmp_path, playbook, check=True, callback="ansible.builtin.default", env=quiet, timeout=300)
+    assert proc.rc == 0, proc.stdout[-3000:]
     assert "WRITTEN=True CHANGED=False" in proc.stdout
     assert json.loads(dest.read_text()) == {"a": 1}
-    again = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
+    again = run_playbook(tmp_path, playbook, check=True, callback="ansible.builtin.default", env=quiet, timeout=300)
     assert "WRITTEN=False CHANGED=False" in again.stdout, again.stdout[-3000:]
