@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Find YAML lines that stand again elsewhere: the YAML half of the duplicate report.
 
 The `duplicates` tool reads source files only; roles, Molecule scenarios and playbooks are YAML.
@@ -7,7 +6,7 @@ comments dropped), slides a window of --lines lines over it and reports each win
 in two or more places, merged into runs. Prints the totals first (the figures issue 19 compares
 before and after a clean-up), then the longest runs.
 
-    scripts/yaml_window_scan.py [--lines 6] [--most 20] [--repo DIR]
+    python3 scripts/yaml_window_scan.py [--lines 6] [--most 20] [--repo DIR]
 """
 from __future__ import annotations
 
@@ -47,7 +46,7 @@ def scan(repo: Path, window: int) -> tuple[dict, dict]:
         relative = str(path.relative_to(repo))
         lines_of[relative] = lines
         for start in range(len(lines) - window + 1):
-            key = tuple(text for _, text in lines[start:start + window])
+            key = tuple(text for _number, text in lines[start:start + window])
             places[key].append((relative, start))
     repeated = {key: where for key, where in places.items() if len(where) > 1}
     return repeated, lines_of

@@ -115,8 +115,8 @@ def start_role(tmp_path, hub, profile, *, token=""):
 
 def run_role(tmp_path, hub, profile, *, verbose=False, check=False, token="", **role_vars):
     """Run the role once; return (rc, stdout+stderr, per-task results from the json callback or None)."""
-    proc = run_playbook(tmp_path, **_command(tmp_path, hub, profile, verbose=verbose, check=check, token=token,
-                                              **role_vars), timeout=240)
+    command = _command(tmp_path, hub, profile, verbose=verbose, check=check, token=token, **role_vars)
+    proc = run_playbook(tmp_path, **command, timeout=240)
     out = proc.stdout + proc.stderr
     results = None
     if not verbose:
