@@ -8,6 +8,7 @@ Not a module of the collection: imported by path from the scripts beside it.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import pathlib
@@ -63,6 +64,13 @@ def container_cpu_seconds(name: str) -> float | None:
             if match:
                 return int(match.group(1)) / per_second
     return None
+
+
+def configured_callbacks() -> str:
+    """callbacks_enabled of the project's ansible.cfg (what a user's run loads), comma-separated."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(ROOT / "ansible.cfg")
+    return config.get("defaults", "callbacks_enabled", fallback="")
 
 
 def playbook(inventory: pathlib.Path, play: pathlib.Path, forks: int, limit: str | None = None,

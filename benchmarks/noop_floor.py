@@ -48,8 +48,8 @@ import statistics
 import subprocess
 import sys
 
-from converged_hosts import (ROOT, container_cpu_seconds, converge, copy_kept_run_files, new_work_dir, playbook,
-                             recap, sh, start, write_inventory)
+from converged_hosts import (ROOT, configured_callbacks, container_cpu_seconds, converge, copy_kept_run_files,
+                             new_work_dir, playbook, recap, sh, start, write_inventory)
 
 CALLBACKS = pathlib.Path(__file__).resolve().parent / "callback_plugins"
 RUNS = ("A", "F", "T", "R")
@@ -296,7 +296,9 @@ class Bench:
             sys.exit(f"{args.unit} on {args.host} is {self.unit_before.get('ActiveState')}, not active: "
                      "converge the host first (scale_converge.py --sizes 1 --keep, or --converge)")
         self.figures: dict[str, dict] = {}
-        enabled = [c for c in os.environ.get("ANSIBLE_CALLBACKS_ENABLED", "").split(",") if c] + ["task_ledger"]
+        # The environment variable replaces ansible.cfg's list: keep the callbacks a user's run has (worker_gc).
+        enabled = [c.strip() for c in os.environ.get("ANSIBLE_CALLBACKS_ENABLED", configured_callbacks()).split(",")
+                   if c.strip()] + ["task_ledger"]
         self.env = {"ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "ANSIBLE_CALLBACKS_ENABLED": ",".join(enabled)}
 
     def run(self, label: str, round_no: int, play: pathlib.Path, extra_args: list[str] | None = None) -> list[dict]:

@@ -61,6 +61,7 @@ def _resume_after_start(pid: int, model_dir: pathlib.Path, limit: float = 300.0)
 
 WAIT = "Wait for the job (a progress line every model_download_poll_seconds)"
 RESTART = "Restart SGLang once for the new model files"
+REFUSE = "Refuse a model that cannot be verified, or a damaged model that no hub_repo can repair"
 
 
 def _profile(model_path, shards, shard_size, **extra):
@@ -334,7 +335,7 @@ def test_model_without_hub_repo_is_never_reported_complete(tmp_path):
     rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None),
                             model_download_require_verified=True)
     assert rc != 0
-    assert "model_download_require_verified is true" in json.dumps(res["tasks"]["Refuse a model that cannot be verified"])
+    assert "model_download_require_verified is true" in json.dumps(res["tasks"][REFUSE])
 
     with FakeHub(REPO, files) as hub:  # an earlier run with hub_repo wrote the manifest
         rc, out, res = run_role(tmp_path, hub, _profile(model, 2, SHARD))
@@ -343,7 +344,7 @@ def test_model_without_hub_repo_is_never_reported_complete(tmp_path):
         handle.truncate(1000)
     rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
     assert rc != 0
-    msg = json.dumps(res["tasks"]["Refuse a damaged model that no hub_repo can repair"])
+    msg = json.dumps(res["tasks"][REFUSE])
     assert shard_names(2)[1] in msg and "1000 bytes, want %d" % SHARD in msg and "names no hub_repo" in msg, msg
 
 

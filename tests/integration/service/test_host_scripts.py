@@ -1,7 +1,7 @@
 """The read-only shell scripts of sglang_service (roles/sglang_service/vars/main.yml) on real files.
 
 Each script replaces several Ansible reads of a no-op run (issue 20): the account, directory and access
-check of tasks/main.yml and tasks/access.yml, the known-good comparison of tasks/mark_known_good.yml and
+check of tasks/steps.yml and tasks/access.yml, the known-good comparison of tasks/mark_known_good.yml and
 the unit/marker read of tasks/apply.yml. They run here with /bin/sh, coreutils and diffutils on real
 files, directories, links and accounts of this machine (root, nobody/nogroup; runuser from util-linux).
 The only double is `systemctl` for the apply script (no systemd as PID 1 here): a script printing what
