@@ -6,6 +6,7 @@
 # or did not run.
 #   STAGES="lint sanity unit build molecule" scripts/test.sh   # a subset
 #   SCENARIOS="default fleet" scripts/test.sh                  # some Molecule scenarios only
+#   PYTEST_WORKERS=0 scripts/test.sh                           # the unit stage in one process (default: auto)
 #   scripts/test-cold.sh                                       # the same from an empty cache, no images
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,6 +22,12 @@ export GPUFLEET_MOLECULE_IMAGE_TRIXIE=${GPUFLEET_MOLECULE_IMAGE_TRIXIE:-gpufleet
 # the same names: each scenario takes this lock, so they take turns (a default scenario of another checkout
 # removed this run's container mid-task: "Module result deserialization failed"). Empty: no lock.
 export GPUFLEET_MOLECULE_LOCK=${GPUFLEET_MOLECULE_LOCK-/tmp/gpufleet-molecule.lock}
+# The unit stage runs pytest-xdist workers: PYTEST_WORKERS=auto (default) one per CPU core, N that many, 0 none
+# (one process, serially, as before). Whole test files go to a worker (--dist loadfile), so a module's
+# fixtures (venvs, engines, servers) are set up once. docs/development.md has the measured figures.
+unit_workers=${PYTEST_WORKERS:-auto}
+unit_args=()
+[ "$unit_workers" = 0 ] || unit_args=(-n "$unit_workers" --dist loadfile)
 declare -A status elapsed
 start_all=$SECONDS
 
@@ -111,7 +118,7 @@ for stage in $stages; do
   case $stage in
     lint)     run_stage lint scripts/lint.sh ;;
     sanity)   run_stage sanity scripts/ansible-test-sanity.sh ;;
-    unit)     wait_engine; run_stage unit pytest -p no:cacheprovider tests/unit tests/integration ;;
+    unit)     wait_engine; run_stage unit pytest -p no:cacheprovider "${unit_args[@]}" tests/unit tests/integration ;;
     build)    run_stage build scripts/check-collection-build.sh ;;
     molecule)
       # shellcheck disable=SC2086  # SCENARIOS is a list of names

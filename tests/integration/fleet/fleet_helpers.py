@@ -26,10 +26,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support import pypi  # noqa: E402
+from support.ports import PortPool  # noqa: E402
 from support.processes import stop_process  # noqa: E402
 
 ROUTER_VERSION = "0.3.2"
 STANDIN_SRC = ROOT / "tests" / "support" / "standin_sglang"
+# Offset of a router's Prometheus listener from its port (Router below).
+PROMETHEUS_OFFSET = 500
+
+
+def port_pool(ports: range) -> PortPool:
+    """A test module's sub-range (tests/support/ports.py); every port handed out has its Prometheus port
+    (PORT + 500) free too, so it can serve a Router as well as a Worker."""
+    return PortPool(ports, also=(PROMETHEUS_OFFSET,))
 
 
 def _cache() -> pathlib.Path:
@@ -52,7 +61,12 @@ def standin_python() -> pathlib.Path:
     if not copy.exists():
         tmp = copy.with_suffix(f".tmp{os.getpid()}")
         shutil.copytree(STANDIN_SRC, tmp, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-        os.replace(tmp, copy)
+        try:
+            os.replace(tmp, copy)
+        except OSError:  # another process (a pytest-xdist worker) made the same copy first
+            shutil.rmtree(tmp)
+            if not copy.exists():
+                raise
     return _venv(f"standin-sglang-{stamp}", [str(copy)])
 
 
@@ -130,7 +144,7 @@ class Router(_Proc):
         cmd = [str(router_python()), "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
                "--port", str(port), "--policy", policy, "--health-check-interval-secs", "2",
                # Its Prometheus exporter has its own listener (default 29000): one per router.
-               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(port + 500),
+               "--prometheus-host", "127.0.0.1", "--prometheus-port", str(port + PROMETHEUS_OFFSET),
                "--worker-startup-check-interval", "1", "--log-level", "warn"]
         if workers:
             cmd += ["--worker-urls", *workers]

@@ -1,10 +1,12 @@
 """The stand-in SGLang engine (tests/support/standin_sglang, a test double for a 400B model that cannot
 run here) installed into a real venv with pip and started with a real rendered argv on loopback.
-Ports 30190-30199."""
+Ports from 30190-30199, each test its own, free at run time and held by one process at a time
+(tests/support/ports.py)."""
 
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -13,23 +15,37 @@ import urllib.error
 import urllib.request
 
 import pytest
+from support.ports import PortPool
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 STANDIN = ROOT / "tests" / "support" / "standin_sglang"
+PORTS = PortPool(range(30190, 30200))
 
 
 @pytest.fixture(scope="module")
 def venv_python(tmp_path_factory):
     venv = tmp_path_factory.mktemp("standin-venv")
+    # pip builds a local directory in place (build/, *.egg-info): install from a copy, so the checkout's
+    # tree is never written to (nor by two pytest-xdist workers at once).
+    source = tmp_path_factory.mktemp("standin-src") / "standin_sglang"
+    shutil.copytree(STANDIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(STANDIN)], check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)], check=True)
     return py
 
 
 def _free(port):
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.fixture
+def port():
+    """A loopback port of this module's range that nothing listens on, for this test alone."""
+    taken = PORTS.take()
+    yield taken
+    PORTS.release(taken)
 
 
 def _get(url, key=None, body=None):
@@ -73,10 +89,10 @@ def _wait_ready(proc):
     raise AssertionError("not ready: %s" % lines)
 
 
-def test_ok_mode_serves_the_openai_surface(server, tmp_path):
-    proc = server(30191, ["--api-key", "k", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"])
+def test_ok_mode_serves_the_openai_surface(port, server, tmp_path):
+    proc = server(port, ["--api-key", "k", "--tool-call-parser", "kimi_k2", "--reasoning-parser", "kimi_k2"])
     _wait_ready(proc)
-    base = "http://127.0.0.1:30191"
+    base = f"http://127.0.0.1:{port}"
     assert _get(base + "/health")[0] == 200 and _get(base + "/ping")[0] == 200
     assert _get(base + "/v1/models")[0] == 401
     status, body = _get(base + "/v1/models", "k")
@@ -97,35 +113,36 @@ def test_ok_mode_serves_the_openai_surface(server, tmp_path):
     assert json.loads((tmp_path / "argv.json").read_text())["argv"][:2] == ["--model-path", "/m"]
 
 
-def test_no_parsers_means_no_tool_calls_or_reasoning(server):
-    proc = server(30192)
+def test_no_parsers_means_no_tool_calls_or_reasoning(port, server):
+    proc = server(port)
     _wait_ready(proc)
     q = {"messages": [{"role": "user", "content": "capital of France?"}],
          "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}
-    msg = json.loads(_get("http://127.0.0.1:30192/v1/chat/completions", body=q)[1])["choices"][0]["message"]
+    msg = json.loads(_get(f"http://127.0.0.1:{port}/v1/chat/completions", body=q)[1])["choices"][0]["message"]
     assert msg["tool_calls"] is None and msg["reasoning_content"] is None and msg["content"] == "Paris"
 
 
-def test_delay_mode_answers_503_while_loading(server):
-    proc = server(30193, mode="delay=3")
+def test_delay_mode_answers_503_while_loading(port, server):
+    proc = server(port, mode="delay=3")
     # Waited for, not slept for: /ping answers as soon as the port is bound, the 3 s of "loading"
     # start then (a fixed sleep failed on a loaded machine, issue 12).
     deadline = time.monotonic() + 120
     while True:
         try:
-            if _get("http://127.0.0.1:30193/ping")[0] == 200:
+            if _get(f"http://127.0.0.1:{port}/ping")[0] == 200:
                 break
         except OSError:
             pass
         assert time.monotonic() < deadline and proc.poll() is None, "the stand-in never bound its port"
         time.sleep(0.05)
-    assert _get("http://127.0.0.1:30193/health")[0] == 503
+    assert _get(f"http://127.0.0.1:{port}/health")[0] == 503
     _wait_ready(proc)
-    assert _get("http://127.0.0.1:30193/health")[0] == 200
+    assert _get(f"http://127.0.0.1:{port}/health")[0] == 200
 
 
-def test_unknown_mode_refused(venv_python):
-    proc = subprocess.run([str(venv_python), "-m", "sglang.launch_server", "--model-path", "/m", "--port", "30194"],
+def test_unknown_mode_refused(venv_python, port):
+    proc = subprocess.run([str(venv_python), "-m", "sglang.launch_server", "--model-path", "/m",
+                           "--port", str(port)],
                           env=dict(os.environ, GPUFLEET_STANDIN_MODE="bogus"), capture_output=True, text=True, timeout=20,
                           check=False)
     assert proc.returncode != 0 and "unknown GPUFLEET_STANDIN_MODE entry 'bogus'" in proc.stderr

@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import time
@@ -21,31 +20,22 @@ STANDIN = ROOT / "tests" / "support" / "standin_sglang"
 sys.path.insert(0, str(ROOT / "tests"))
 
 from support import ansible_harness  # noqa: E402
+from support.ports import PortPool  # noqa: E402
 from support.processes import stop_process  # noqa: E402
 
 QUIET = {"ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0"}
-PORTS = range(30200, 30300)
-_taken: set[int] = set()
+# The smoke-test range; a port is handed out to one process at a time (tests/support/ports.py).
+PORTS = PortPool(range(30200, 30300))
 
 
 def free_port() -> int:
     """A loopback port in 30200-30299 that nothing listens on (and this run has not handed out)."""
-    for port in PORTS:
-        if port in _taken:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _taken.add(port)
-        return port
-    raise RuntimeError("no free port in 30200-30299")
+    return PORTS.take()
 
 
 def release_port(port: int) -> None:
     """Hand PORT back once its server has stopped (the range has only 100 ports for the whole run)."""
-    _taken.discard(port)
+    PORTS.release(port)
 
 
 def wait_http(url: str, timeout: float = 30.0, want: int = 200) -> None:
@@ -96,6 +86,7 @@ class Standin:
     def stop(self) -> None:
         stop_process(self.proc, timeout=10)
         self._log.close()
+        release_port(self.port)
 
 
 def run_module(args: dict, tmp_path: pathlib.Path, *, check: bool = False, expect_error: bool = False):
