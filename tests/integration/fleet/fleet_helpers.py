@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import time
@@ -28,9 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from support import pypi  # noqa: E402
 from support.ports import PortPool  # noqa: E402
 from support.processes import stop_process  # noqa: E402
+from support.standin import standin_python  # noqa: E402
 
 ROUTER_VERSION = "0.3.2"
-STANDIN_SRC = ROOT / "tests" / "support" / "standin_sglang"
 # Offset of a router's Prometheus listener from its port (Router below).
 PROMETHEUS_OFFSET = 500
 
@@ -41,10 +40,6 @@ def port_pool(ports: range) -> PortPool:
     return PortPool(ports, also=(PROMETHEUS_OFFSET,))
 
 
-def _cache() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".cache" / "gpufleet"))
-
-
 def _venv(name: str, install: list[str]) -> pathlib.Path:
     return pypi.cached_venv(name, install)[0]
 
@@ -52,22 +47,6 @@ def _venv(name: str, install: list[str]) -> pathlib.Path:
 def router_python() -> pathlib.Path:
     wheel = pypi.download("sglang-router", ROUTER_VERSION, prefer="wheel")
     return _venv(f"sglang-router-{ROUTER_VERSION}", [str(wheel)])
-
-
-def standin_python() -> pathlib.Path:
-    # A fresh copy: pip builds in place and must not write into the colleagues' source tree.
-    stamp = int(max(p.stat().st_mtime for p in (STANDIN_SRC / "sglang").rglob("*.py")))
-    copy = _cache() / "src" / f"standin-sglang-{stamp}"
-    if not copy.exists():
-        tmp = copy.with_suffix(f".tmp{os.getpid()}")
-        shutil.copytree(STANDIN_SRC, tmp, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-        try:
-            os.replace(tmp, copy)
-        except OSError:  # another process (a pytest-xdist worker) made the same copy first
-            shutil.rmtree(tmp)
-            if not copy.exists():
-                raise
-    return _venv(f"standin-sglang-{stamp}", [str(copy)])
 
 
 def http(method: str, url: str, body=None, api_key: str | None = None, timeout: float = 10.0):

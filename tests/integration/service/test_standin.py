@@ -5,34 +5,22 @@ Ports from 30190-30199, each test its own, free at run time and held by one proc
 
 import json
 import os
-import pathlib
-import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 from support.ports import PortPool
+from support.standin import standin_python
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-STANDIN = ROOT / "tests" / "support" / "standin_sglang"
 PORTS = PortPool(range(30190, 30200))
 
 
 @pytest.fixture(scope="module")
-def venv_python(tmp_path_factory):
-    venv = tmp_path_factory.mktemp("standin-venv")
-    # pip builds a local directory in place (build/, *.egg-info): install from a copy, so the checkout's
-    # tree is never written to (nor by two pytest-xdist workers at once).
-    source = tmp_path_factory.mktemp("standin-src") / "standin_sglang"
-    shutil.copytree(STANDIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)], check=True)
-    return py
+def venv_python():
+    return standin_python()
 
 
 def _free(port):
