@@ -61,6 +61,8 @@ Release sets are written as ranges over RELEASES ("0.5.4-0.5.9,0.5.11"). FLAGS r
 (releases, names, dest, takes_value, nargs, value_type, choices, deprecated, repeatable).
 QUANT_MIN_CAPABILITY rows: (releases, --quantization method, minimum compute capability major * 10 + minor).
 GDN_BLACKWELL rows: (releases, {"sm100": [...], "sm120": [...], "checks": [...]} or None).
+SUCCESSORS rows: (releases, deprecated flag, the flag (=value) its action's new_flag= or its help text's
+deprecation note names, as that release defines it).
 """
 
 from __future__ import annotations
@@ -91,11 +93,12 @@ def read_release(version, workdir):
                       (tuple(flag.names), flag.dest, bool(flag.takes_value), flag.nargs, flag.value_type,
                        tuple(sorted(flag.choices)) if flag.choices is not None else None, bool(flag.deprecated),
                        bool(flag.repeatable))))
+    successors = [(flag.names[0], flag.successor) for flag in table.definitions() if flag.successor]
     quant = flags_mod.read_quantization_capabilities(pkg)
     gdn = flags_mod.read_gdn_blackwell_backends(pkg)
     print("%-14s %-12s %4d flags, %2d quantization methods, GDN on Blackwell: %s"
           % (version, table.layout, len(flags), len(quant or {}), gdn), flush=True)
-    return {"layout": table.layout, "flags": flags, "quant": quant, "gdn": gdn}
+    return {"layout": table.layout, "flags": flags, "quant": quant, "gdn": gdn, "successors": successors}
 
 
 def ranges(indexes, releases):
@@ -147,11 +150,20 @@ def build(releases, data):
         per_release = [(data[v]["quant"] or {}).get(method) for v in releases]
         quant += [(spec, method, cap) for spec, cap in grouped(per_release, releases) if cap is not None]
     gdn = grouped([data[v]["gdn"] for v in releases], releases)
+    successor_order, successor_releases = [], {}
+    for index, version in enumerate(releases):
+        for pair in data[version]["successors"]:
+            if pair not in successor_releases:
+                successor_releases[pair] = []
+                successor_order.append(pair)
+            successor_releases[pair].append(index)
+    successors = [(ranges(successor_releases[pair], releases),) + pair for pair in successor_order]
     body = HEADER
     body += _assign("RELEASES", releases, compact=True)
     body += _assign("LAYOUTS", layouts)
     body += _assign("QUANT_MIN_CAPABILITY", quant)
     body += _assign("GDN_BLACKWELL", gdn)
+    body += _assign("SUCCESSORS", successors)
     body += _assign("FLAGS", flags)
     return body
 

@@ -26,6 +26,7 @@ ARGUMENT_SPEC = {
     "skip_options": {"type": "list", "elements": "str", "default": []},
     "defer_undefined": {"type": "bool", "default": False},
     "record": {"type": "bool", "default": True},
+    "also_found": {"type": "list", "elements": "str", "default": []},
 }
 
 FACT = "gpufleet_llm_server_checked_roles"
@@ -98,6 +99,9 @@ class ActionModule(ActionBase):
         if problems:
             result["failed"] = True
             result["msg"] = role_inputs.format_report(problems)
+            if args["also_found"]:  # the preflight controller pass's, which waited for the host pass
+                result["msg"] += "%sPreflight also found, before connecting (nothing was changed):%s%s" % (
+                    os.linesep, os.linesep, os.linesep.join(args["also_found"]))
             return result
         if args["record"]:
             before = task_vars.get(FACT) or []

@@ -14,15 +14,26 @@
 
 from __future__ import annotations
 
+import os
+
+from ansible.errors import AnsibleConnectionFailure
 from ansible.module_utils.common.parameters import remove_values
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_multinode import MultinodeError, node_facts
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight import format_problem
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_run import (
     ACTION_ONLY, ARGUMENT_SPEC, run)
 
 MODULE = "gpufleet.llm_server.sglang_preflight"
 NODE_ARGS = ("node_rank", "dist_init_addr", "node_gpu_counts")
+
+
+def _also_found(problems):
+    if not problems:
+        return ""
+    return "%sPreflight also found, before connecting (nothing was changed):%s%s" % (
+        os.linesep, os.linesep, os.linesep.join(format_problem(p) for p in problems))
 
 
 class ActionModule(ActionBase):
@@ -50,10 +61,25 @@ class ActionModule(ActionBase):
             hosts[name] = entry
         return group, groups, hosts
 
+    def _unreachable(self, out):
+        """The controller pass deferred its problems to the host pass: if the host cannot be reached, refuse now."""
+        try:
+            self._low_level_execute_command("true", sudoable=False)
+        except AnsibleConnectionFailure as exc:
+            for key in ("deferred", "deferred_report", "msg"):
+                out.pop(key, None)
+            errors = out["errors"]
+            return ("Preflight refused %s: %d problem(s), nothing was changed; the host could not be reached (%s), "
+                    "so its read-only checks (GPUs, RAM, disk, config.json) did not run:%s%s"
+                    % (self._task_vars_host, len(errors), str(exc).strip().splitlines()[0] if str(exc).strip() else
+                       "no reason given", os.linesep, os.linesep.join(format_problem(e) for e in errors)))
+        return None
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
+        self._task_vars_host = task_vars.get("inventory_hostname") or "this host"
         validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         no_log_values = validation._no_log_values
         module_args = {key: value for key, value in self._task.args.items() if key not in ACTION_ONLY}
@@ -69,7 +95,7 @@ class ActionModule(ActionBase):
             try:
                 facts = node_facts(hostname, args["profile_name"], args["profiles"], group, groups, hosts)
             except MultinodeError as exc:
-                result.update(failed=True, msg=str(exc))
+                result.update(failed=True, msg=str(exc) + _also_found(args["deferred"]))
                 return result
             result["node_facts"] = facts
             if facts["llm_server_nnodes"] > 1:
@@ -86,6 +112,8 @@ class ActionModule(ActionBase):
 
         # Read nothing on the controller that belongs to the host: no config.json, disk or RAM here.
         out, warnings, failure = run(dict(args, host_checks=False))
+        if out.get("deferred"):
+            failure = self._unreachable(out)
         result.update(out)
         if warnings:
             result["warnings"] = warnings

@@ -48,10 +48,10 @@ class FlagDef:
     """One command-line option as SGLang's argparse parser would define it."""
 
     __slots__ = ("names", "dest", "takes_value", "nargs", "choices", "value_type", "deprecated", "repeatable",
-                 "source")
+                 "source", "successor")
 
     def __init__(self, names, dest, takes_value=True, nargs=None, choices=None, value_type=None,
-                 deprecated=False, source="", repeatable=False):
+                 deprecated=False, source="", repeatable=False, successor=None):
         self.names = tuple(names)
         self.dest = dest
         self.takes_value = takes_value
@@ -61,6 +61,9 @@ class FlagDef:
         self.deprecated = deprecated
         self.repeatable = repeatable
         self.source = source
+        # A deprecated flag's replacement as its own release names it ("--flashinfer-allreduce-fusion-backend=auto"):
+        # the action's new_flag= or the flag a deprecation note in the help text names; None when it names none.
+        self.successor = successor
 
     def as_dict(self):
         return {k: getattr(self, k) for k in self.__slots__}
@@ -410,13 +413,41 @@ def _collect_add_argument(table, mod, relpath):
             dest_node = _kw(call, "dest")
             dest = dest_node.value if isinstance(dest_node, ast.Constant) else names[0].lstrip("-").replace("-", "_")
             deprecated = bool(action and action.startswith("Deprecated")) or "deprecated" in help_text.lower()[:40]
+            new_flag = _kw(call, "new_flag")
             flag = FlagDef(names, dest, takes_value=takes_value, nargs=nargs, choices=choices,
                            value_type=_type_name(_kw(call, "type")), deprecated=deprecated,
-                           source="%s:%d" % (relpath, call.lineno), repeatable=action in _REPEATABLE_ACTIONS)
+                           source="%s:%d" % (relpath, call.lineno), repeatable=action in _REPEATABLE_ACTIONS,
+                           successor=_successor_text(deprecated, new_flag, help_text))
             table.add(flag)
             if action == "BooleanOptionalAction":
                 table.add(FlagDef(["--no-" + n[2:] for n in names if n.startswith("--")], dest, takes_value=False,
                                   source=flag.source))
+
+
+# A flag as a deprecation note writes it: "--x-y", "--x-y=auto", "--x-{decode,prefill}=disabled".
+_NOTE_FLAG_RE = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*(?:\{[A-Za-z0-9_,-]+\}[A-Za-z0-9_-]*)?(?:=[A-Za-z0-9_.-]+)?")
+
+
+def _successor_text(deprecated, new_flag, help_text):
+    """What a deprecated definition says replaces it (resolve_successor() keeps only a flag of the same tree)."""
+    if not deprecated:
+        return None
+    if isinstance(new_flag, ast.Constant) and isinstance(new_flag.value, str):
+        return new_flag.value
+    return help_text if "deprecat" in help_text.lower() else None
+
+
+def resolve_successor(flag, table):
+    """The first flag named in FLAG's successor text that TABLE defines and FLAG is not ('--x' or '--x=value')."""
+    for word in _NOTE_FLAG_RE.findall(flag.successor or ""):
+        name, _sep, value = word.partition("=")
+        value = value.rstrip(".-")
+        braces = re.match(r"^(.*)\{([^}]*)\}(.*)$", name)
+        for candidate in ([braces.group(1) + alt + braces.group(3) for alt in braces.group(2).split(",")]
+                          if braces else [name]):
+            if candidate not in flag.names and table.get(candidate) is not None:
+                return candidate + ("=" + value if value else "")
+    return None
 
 
 # ------------------------------------------------------------------------------------------------
@@ -508,10 +539,16 @@ def _collect_fields(table, mod, relpath):
                 takes_value = False
             help_node = kwargs.get("help", meta if isinstance(meta, ast.Constant) else None)
             help_text = help_node.value if isinstance(help_node, ast.Constant) and isinstance(help_node.value, str) else ""
+            deprecated = "deprecated" in help_text.lower()[:40] or bool(action and action.startswith("Deprecated"))
+            new_flag = None
+            if isinstance(kwargs.get("action_kwargs"), ast.Dict):
+                for key, value in zip(kwargs["action_kwargs"].keys, kwargs["action_kwargs"].values):
+                    if isinstance(key, ast.Constant) and key.value == "new_flag":
+                        new_flag = value
             flag = FlagDef(names, field, takes_value=takes_value, nargs=nargs, choices=choices,
-                           value_type=kind if kind in ("int", "float") else None,
-                           deprecated="deprecated" in help_text.lower()[:40],
-                           source="%s:%d" % (relpath, stmt.lineno), repeatable=action in _REPEATABLE_ACTIONS)
+                           value_type=kind if kind in ("int", "float") else None, deprecated=deprecated,
+                           source="%s:%d" % (relpath, stmt.lineno), repeatable=action in _REPEATABLE_ACTIONS,
+                           successor=_successor_text(deprecated, new_flag, help_text))
             table.add(flag)
             if action == "BooleanOptionalAction":
                 table.add(FlagDef(["--no-" + n[2:] for n in names if n.startswith("--")], field,
@@ -545,6 +582,8 @@ def load_flag_table(sglang_dir):
         raise FlagSourceError("cannot parse %s: %s" % (exc.filename, exc))
     if "--model-path" not in table.flags:
         raise FlagSourceError("no --model-path definition found under %s: unknown SGLang source layout" % sglang_dir)
+    for flag in table.definitions():
+        flag.successor = resolve_successor(flag, table)
     try:
         table.quant_min_capability = read_quantization_capabilities(sglang_dir)
         table.gdn_blackwell = read_gdn_blackwell_backends(sglang_dir)

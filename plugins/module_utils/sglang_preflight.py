@@ -34,7 +34,7 @@ from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_flags i
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
     RenderError, SPECULATIVE_FLAGS, VALUE_FLAGS, check_rendered, control_characters, render)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import (
-    EXACT, RELEASES, gdn_backends_every_release, release_table, releases_with)
+    EXACT, RELEASES, gdn_backends_every_release, release_table, releases_with, successor_of)
 
 ERROR, WARNING = "error", "warning"
 
@@ -135,6 +135,8 @@ POSITIVE_FLAGS = (
     ("--speculative-eagle-topk", 1, "set it to 1 or more"),
     ("--speculative-num-draft-tokens", 1, "set it to 1 or more"),
 )
+# The largest integer torch and CUDA take (int64): a larger integer flag value overflows in the server.
+INT64_MAX = 2 ** 63 - 1
 # config.json keys SGLang reads the context length from, in order (sglang/srt/utils/hf_transformers_utils.py
 # CONTEXT_LENGTH_KEYS, 0.5.4 ... 0.5.23), and the sub-configs of multimodal models it reads them from.
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
@@ -601,6 +603,24 @@ def check_ranges(rule, ctx):
                 if number is not None and number < minimum:
                     out.append(problem(rule, ERROR, ctx.origin_var(occurrence["value_index"]), word,
                                        "%s must be at least %d" % (flag, minimum), fix))
+    for occurrence in ctx.occurrences:
+        flag = occurrence["flag"]
+        if flag is None or flag.value_type != "int":
+            continue
+        for word in occurrence["values"]:
+            try:
+                number = int(str(word).strip())
+            except ValueError:
+                continue
+            if abs(number) > INT64_MAX:
+                out.append(problem(rule, ERROR, ctx.origin_var(occurrence["value_index"]), word,
+                                   "%s %s overflows: argparse's int() accepts it, but SGLang hands it to torch and "
+                                   "CUDA as a 64-bit integer (at most %d) and fails with 'OverflowError: Python int "
+                                   "too large to convert to C long'" % (occurrence["option"], word, INT64_MAX),
+                                   "give %s a value of at most %d%s" % (
+                                       occurrence["option"], INT64_MAX,
+                                       " (the model's own: remove context_length)"
+                                       if occurrence["option"] == "--context-length" else "")))
     for occurrence in ctx.occurrences_of("--mem-fraction-static"):
         number = _number((occurrence["values"] or [None])[0])
         if number is not None and not 0 < number < 1:
@@ -764,7 +784,13 @@ def check_flag_drift(rule, ctx):
         variable = ctx.origin_var(item["index"])
         if item["reason"] == "not defined by this SGLang release":
             elsewhere = releases_with(item["flag"])
-            if elsewhere:
+            successor = successor_of(item["flag"], ctx.table)
+            if successor:
+                hint = "use `%s` (%s): replace %s in %s%s" % (
+                    successor["successor"] + ("=" + successor["value"] if successor["value"] else ""),
+                    successor["text"], item["flag"], variable,
+                    ", or build a release that has it (%s)" % _release_span(elsewhere) if elsewhere else "")
+            elif elsewhere:
                 hint = "remove %s, or build a release that has %s (%s)" % (
                     variable, item["flag"], _release_span(elsewhere))
             elif item["suggestions"]:
@@ -923,12 +949,18 @@ def check_deprecated(rule, ctx):
     for key, value, text in ctx.rendered["rewrites"] if ctx.release_match == EXACT else []:
         out.append(problem(rule, WARNING, ctx.var(*key.split(".")), value, text,
                            "nothing to do: the collection renders the spelling %s expects" % ctx.release))
-    if ctx.table is not None and ctx.table.get("--flashinfer-allreduce-fusion-backend") is not None:
-        for occurrence in ctx.occurrences:
-            if occurrence["option"] == "--enable-flashinfer-allreduce-fusion":
-                out.append(problem(rule, WARNING, ctx.origin_var(occurrence["index"]), occurrence["option"],
-                                   "deprecated in %s (maps to --flashinfer-allreduce-fusion-backend=auto)" % ctx.release,
-                                   "set allreduce.flashinfer_fusion: true instead of the raw flag"))
+    # A deprecated flag whose own release names its successor (the release table's SUCCESSORS, or the tree's help).
+    for occurrence in ctx.occurrences:
+        flag = occurrence["flag"]
+        if flag is None or not flag.deprecated or not flag.successor or ctx.origin(occurrence["index"])[0] != "extra_args":
+            continue
+        fix = "use `%s` instead of %s in %s" % (flag.successor, occurrence["option"], ctx.origin_var(occurrence["index"]))
+        if occurrence["option"] == "--enable-flashinfer-allreduce-fusion":
+            fix = "set allreduce.flashinfer_fusion: true instead of the raw flag (the collection renders `%s`)" % (
+                flag.successor)
+        out.append(problem(rule, WARNING, ctx.origin_var(occurrence["index"]), occurrence["option"],
+                           "is deprecated in %s, which names `%s` as its successor" % (ctx.release, flag.successor),
+                           fix))
     return out
 
 
@@ -1131,11 +1163,19 @@ def check_sm120_allreduce(rule, ctx):
 
 def model_context_length(config):
     """The context length SGLang derives from a config.json (hf_transformers_utils.get_context_length), or None."""
-    text = config
+    return model_context_source(config)[0]
+
+
+def model_context_source(config):
+    """(context length, where it comes from: e.g. 'text_config.max_position_embeddings') or (None, None)."""
+    text, prefix = config, ""
     for key in TEXT_CONFIG_KEYS:
         sub = config.get(key)
         if isinstance(sub, dict):
-            text = sub.get("text_config") if key == "thinker_config" and isinstance(sub.get("text_config"), dict) else sub
+            if key == "thinker_config" and isinstance(sub.get("text_config"), dict):
+                text, prefix = sub["text_config"], "thinker_config.text_config."
+            else:
+                text, prefix = sub, key + "."
             break
     rope = text.get("rope_scaling") or config.get("rope_scaling") or {}
     factor = 1
@@ -1146,8 +1186,9 @@ def model_context_length(config):
     for key in CONTEXT_LENGTH_KEYS:
         value = text.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return int(float(factor) * value)
-    return None
+            where = prefix + key + (" x rope_scaling.factor %g" % float(factor) if float(factor) != 1 else "")
+            return int(float(factor) * value), where
+    return None, None
 
 
 def check_context_length(rule, ctx):
@@ -1155,14 +1196,14 @@ def check_context_length(rule, ctx):
     wanted = _number(value)
     if wanted is None or not ctx.model_config:
         return []
-    derived = model_context_length(ctx.model_config)
+    derived, where = model_context_source(ctx.model_config)
     if derived is None or wanted <= derived:
         return []
     env = ctx.get("env") if isinstance(ctx.get("env"), dict) else {}
     allowed = _truthy_env(env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", ""))
     return [problem(rule, WARNING if allowed else ERROR, variable, value,
-                    "exceeds the model's context length %d (config.json%s): SGLang %s" % (
-                        derived, ", rope scaling applied" if derived else "",
+                    "exceeds the model's maximum context length %d (%s in %s/config.json): SGLang %s" % (
+                        derived, where, ctx.get("model_path") or "model_path",
                         "warns and may produce incorrect output or CUDA errors (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN "
                         "is set)" if allowed else "refuses to start ('User-specified context_length ... is greater "
                         "than the derived context_length')"),

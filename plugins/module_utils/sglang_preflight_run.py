@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight import (
-    ERROR, WARNING, Context, format_problem, load_table, read_disk, read_model_config, validate)
+    ERROR, RULES, WARNING, Context, format_problem, load_table, read_disk, read_model_config, validate)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
     RenderError, check_rendered, systemd_quote, unit_args)
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_releases import (
@@ -56,7 +56,13 @@ ARGUMENT_SPEC = dict(
     dist_init_addr=dict(type="str"),
     node_gpu_counts=dict(type="list", elements="raw"),
     node_facts=dict(type="bool", default=False),
+    defer_errors=dict(type="bool", default=False),
+    deferred=dict(type="list", elements="dict", default=[]),
 )
+
+# Problems after which the host pass cannot run: the address is a placeholder (nothing to connect to),
+# or there is no profile to check. Any other problem of the controller pass waits for the host pass.
+BLOCKING_RULES = ("inventory", "profile-exists")
 
 # Options the action plugin consumes; never sent to the module on the host.
 ACTION_ONLY = ("node_facts",)
@@ -103,6 +109,15 @@ def pick_table(p):
                                "use one of %s, 'auto' (from sglang_build_ref) or 'none'" % ", ".join(RELEASES)))
             return None, None, None, EXACT, None, notes
     return release_table(release), release, None, match, "release table", notes
+
+
+def merge_problems(found, earlier):
+    """FOUND (this pass) with EARLIER (the controller pass's, handed on): one problem per (rule, variable),
+    this pass's wording where both found it (it saw the host), in the order of the rule table."""
+    keys = {(p["rule"], p["variable"]) for p in found}
+    merged = list(found) + [p for p in earlier or [] if (p.get("rule"), p.get("variable")) not in keys]
+    order = {rule["id"]: index for index, rule in enumerate(RULES)}
+    return sorted(merged, key=lambda p: order.get(p.get("rule"), len(order)))
 
 
 def read_memtotal_mb(path="/proc/meminfo"):
@@ -171,6 +186,7 @@ def run(p, meminfo="/proc/meminfo"):
     warnings = [n for n in notes if n["severity"] == WARNING and not errors] + result["warnings"]
     if p["fail_on_warnings"]:
         errors, warnings = errors + warnings, []
+    errors = merge_problems(errors, p["deferred"])
     service_env = {}
     for part in (p["base_env"], result["env"], p["extra_env"]):
         service_env.update({str(k): str(v) for k, v in (part or {}).items()})
@@ -206,6 +222,15 @@ def run(p, meminfo="/proc/meminfo"):
     to_print = [text for text in (format_problem(w) for w in warnings) if text not in already]
     out["reported"] = [format_problem(w) for w in warnings]
     failure = None
+    if errors and p["defer_errors"] and not any(e["rule"] in BLOCKING_RULES for e in errors):
+        # The host pass (read-only) runs next and refuses with these and its own, in one message.
+        for key in ("argv", "env", "service_env", "exec_start_args"):
+            out.pop(key)
+        out["deferred"] = errors
+        out["deferred_report"] = [format_problem(e) for e in errors]
+        out["msg"] = ("%d problem(s) found before connecting (%s); the read-only host checks run next and one "
+                      "refusal lists them all" % (len(errors), ", ".join(sorted({e["rule"] for e in errors}))))
+        return out, to_print, None
     if errors:
         lines = [format_problem(e) for e in errors]
         where = p["inventory_hostname"] or "this host"

@@ -14,6 +14,8 @@ Release sets are written as ranges over RELEASES ("0.5.4-0.5.9,0.5.11"). FLAGS r
 (releases, names, dest, takes_value, nargs, value_type, choices, deprecated, repeatable).
 QUANT_MIN_CAPABILITY rows: (releases, --quantization method, minimum compute capability major * 10 + minor).
 GDN_BLACKWELL rows: (releases, {"sm100": [...], "sm120": [...], "checks": [...]} or None).
+SUCCESSORS rows: (releases, deprecated flag, the flag (=value) its action's new_flag= or its help text's
+deprecation note names, as that release defines it).
 """
 
 from __future__ import annotations
@@ -88,6 +90,49 @@ GDN_BLACKWELL = (
      {'sm100': ['fa4', 'flashinfer', 'triton', 'trtllm_mha'],
       'sm120': ['flashinfer', 'triton', 'trtllm_mha'],
       'checks': ['decode_attention_backend', 'prefill_attention_backend']}),
+)
+
+SUCCESSORS = (
+    ('0.5.4', '--enable-ep-moe', '--ep-size'),
+    ('0.5.4', '--enable-deepep-moe', '--moe-a2a-backend'),
+    ('0.5.4', '--enable-flashinfer-cutlass-moe', '--moe-runner-backend'),
+    ('0.5.4', '--enable-flashinfer-cutedsl-moe', '--moe-runner-backend'),
+    ('0.5.4', '--enable-flashinfer-trtllm-moe', '--moe-runner-backend'),
+    ('0.5.4', '--enable-triton-kernel-moe', '--moe-runner-backend'),
+    ('0.5.4', '--enable-flashinfer-mxfp4-moe', '--moe-runner-backend'),
+    ('0.5.8-0.5.13.post1', '--hybrid-kvcache-ratio', '--swa-full-tokens-ratio'),
+    ('0.5.10-0.5.19', '--stream-output', '--incremental-streaming-output'),
+    ('0.5.10-0.5.13.post1', '--enable-piecewise-cuda-graph', '--enforce-piecewise-cuda-graph'),
+    ('0.5.11-0.5.19', '--collect-tokens-histogram', '--enable-metrics'),
+    ('0.5.13-0.5.19', '--nsa-prefill-backend', '--dsa-prefill-backend'),
+    ('0.5.13-0.5.19', '--nsa-decode-backend', '--dsa-decode-backend'),
+    ('0.5.13-0.5.19', '--speculative-dflash-draft-window-size', '--speculative-draft-window-size'),
+    ('0.5.13-0.5.13.post1', '--enable-nsa-prefill-context-parallel', '--enable-dsa-prefill-context-parallel'),
+    ('0.5.13-0.5.13.post1', '--nsa-prefill-cp-mode', '--dsa-prefill-cp-mode'),
+    ('0.5.14-0.5.19', '--mamba-scheduler-strategy', '--mamba-radix-cache-strategy'),
+    ('0.5.14-0.5.19', '--cuda-graph-max-bs', '--cuda-graph-max-bs-decode'),
+    ('0.5.14-0.5.19', '--cuda-graph-bs', '--cuda-graph-bs-decode'),
+    ('0.5.14-0.5.23', '--disable-cuda-graph', '--cuda-graph-backend-decode=disabled'),
+    ('0.5.14-0.5.19', '--enable-breakable-cuda-graph', '--cuda-graph-backend-prefill=breakable'),
+    ('0.5.14-0.5.19', '--disable-piecewise-cuda-graph', '--cuda-graph-backend-prefill=disabled'),
+    ('0.5.14-0.5.19', '--enforce-piecewise-cuda-graph', '--cuda-graph-backend-prefill=tc_piecewise'),
+    ('0.5.14-0.5.19', '--piecewise-cuda-graph-tokens', '--cuda-graph-bs-prefill'),
+    ('0.5.14-0.5.19', '--piecewise-cuda-graph-compiler', '--cuda-graph-tc-compiler'),
+    ('0.5.14-0.5.19', '--piecewise-cuda-graph-max-tokens', '--cuda-graph-max-bs-prefill'),
+    ('0.5.14-0.5.19', '--enable-dsa-prefill-context-parallel', '--enable-prefill-cp'),
+    ('0.5.14-0.5.19', '--enable-nsa-prefill-context-parallel', '--enable-prefill-cp'),
+    ('0.5.14-0.5.19', '--enable-prefill-context-parallel', '--enable-prefill-cp'),
+    ('0.5.14-0.5.19', '--dsa-prefill-cp-mode', '--cp-strategy'),
+    ('0.5.14-0.5.19', '--nsa-prefill-cp-mode', '--cp-strategy'),
+    ('0.5.14-0.5.19', '--prefill-cp-mode', '--cp-strategy'),
+    ('0.5.14-0.5.23', '--enable-flashinfer-allreduce-fusion', '--flashinfer-allreduce-fusion-backend=auto'),
+    ('0.5.16-0.5.23', '--grpc-mode', '--smg-grpc-mode'),
+    ('0.5.16-0.5.20', '--elastic-ep-rejoin', '--elastic-ep-join-mode'),
+    ('0.5.16-0.5.20', '--keep-mm-feature-on-device', '--mm-feature-transport=cuda_ipc'),
+    ('0.5.17-0.5.19', '--enable-gdn-replayssm-spec', '--enable-linear-replayssm-spec'),
+    ('0.5.18-0.5.23', '--disable-fast-image-processor', '--image-processor-backend=pil'),
+    ('0.5.22-0.5.23', '--enable-dp-attention', '--attn-dp-size'),
+    ('0.5.23', '--monokernel-backend', '--enable-amd-monokernel'),
 )
 
 FLAGS = (

@@ -22,6 +22,7 @@ from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_flags i
 RELEASES = tuple(data.RELEASES)
 _INDEX = {release: i for i, release in enumerate(RELEASES)}
 _CACHE = {}
+_SUCCESSORS = tuple(getattr(data, "SUCCESSORS", ()))
 
 # How a ref was mapped to a table release (the `match` of resolve_release()).
 EXACT, NEWEST_FOR_BRANCH, NEWEST_FOR_NEWER, NEAREST_OLDER = "exact", "branch", "newer", "nearest-older"
@@ -49,10 +50,11 @@ def release_table(release):
     [layout] = [row[1] for row in _rows_for(data.LAYOUTS, release)]
     table = FlagTable("(release table)", layout, release)
     table.origin = "release table"
+    successors = {row[1]: row[2] for row in _rows_for(_SUCCESSORS, release)}
     for _spec, names, dest, takes_value, nargs, value_type, choices, deprecated, repeatable in _rows_for(data.FLAGS, release):
         table.add(FlagDef(names, dest, takes_value=takes_value, nargs=nargs, value_type=value_type,
                           choices=list(choices) if choices is not None else None, deprecated=deprecated,
-                          repeatable=repeatable, source="sglang_release_table"))
+                          repeatable=repeatable, source="sglang_release_table", successor=successors.get(names[0])))
     quant = _rows_for(data.QUANT_MIN_CAPABILITY, release)
     table.quant_min_capability = {row[1]: row[2] for row in quant} if quant else None
     gdn = _rows_for(data.GDN_BLACKWELL, release)
@@ -97,3 +99,102 @@ def releases_with(flag):
         if flag in row[1]:
             found |= _indexes(row[0])
     return [RELEASES[i] for i in sorted(found)]
+
+
+def _first(indexes):
+    return RELEASES[min(indexes)] if indexes else None
+
+
+def successor_of(flag, table):
+    """The flag of TABLE (a FlagTable, a tabulated release's or a tree's) that does FLAG's job, when TABLE lacks FLAG.
+
+    Derived from the release table only, never from a list of renames: (1) a deprecation note of FLAG in
+    some release (its action's new_flag= or its help text: SUCCESSORS), followed while the named flag is
+    itself renamed; (2) a definition of TABLE with an argparse destination FLAG had in some release (a
+    renamed flag, or an alias that only some releases accept); (3) on an older release, the flag whose
+    deprecation note names FLAG. Returns None, or a dict: successor (the
+    option string), value (the value the note gives, e.g. 'auto', or None), and the wording of the change:
+    text, e.g. "SGLang >= 0.5.14 renamed `--cuda-graph-max-bs`; 0.5.20 dropped the old name".
+    """
+    if table is None or table.get(flag) is not None:
+        return None
+    had = set()
+    dests = set()
+    for row in data.FLAGS:
+        if flag in row[1]:
+            had |= _indexes(row[0])
+            dests.add(row[2])
+    if not had:
+        return None
+    target = _INDEX.get(table.version)
+    found, since, via_note = None, None, True
+    name, seen = flag, set()
+    while found is None and name not in seen:  # (1) the deprecation notes, hop by hop
+        seen.add(name)
+        notes = [(min(_indexes(row[0])), row[2]) for row in _SUCCESSORS if row[1] == name]
+        if not notes:
+            break
+        first, text = min(notes)
+        since = first if since is None else since
+        option, _sep, value = text.partition("=")
+        if table.get(option) is not None:
+            found = (option, value or None)
+        name = option
+    if found is None:  # (2) the same destination
+        since, via_note = None, False
+        for definition in table.definitions():
+            if definition.dest in dests and (definition.names[0].startswith("--no-") == flag.startswith("--no-")):
+                found = (definition.names[0], None)
+                break
+    if found is None:  # (3) a newer name on an older release: the flag whose deprecation note names FLAG
+        for row in _SUCCESSORS:
+            if row[2].partition("=")[0] == flag and table.get(row[1]) is not None:
+                found = (row[1], None)
+                break
+    if found is None:
+        return None
+    option, value = found
+    appears = set()
+    for row in data.FLAGS:
+        if option in row[1]:
+            appears |= _indexes(row[0])
+    shown = "`%s`" % flag
+    if target is not None and min(had) > target:
+        text = "%s is the name SGLang \u2265 %s gave it; %s knows only `%s`" % (shown, _first(had), table.version, option)
+    else:
+        if since is None:
+            since = min(appears) if appears else None
+        gone = max(had) + 1
+        if since is not None and since > min(had):
+            text = "SGLang \u2265 %s renamed %s" % (RELEASES[since], shown)
+            if gone < len(RELEASES) and gone != since:
+                text += "; %s dropped the old name" % RELEASES[gone]
+        elif via_note and gone < len(RELEASES):
+            text = "SGLang %s deprecated %s in its favour; \u2265 %s dropped the old name" % (
+                _release_span(had), shown, RELEASES[gone])
+        elif gone < len(RELEASES):
+            text = "%s was its alias up to SGLang %s" % (shown, RELEASES[gone - 1])
+        else:
+            text = "%s is its alias in SGLang %s" % (shown, _release_span(had))
+    return {"successor": option, "value": value, "text": text}
+
+
+def _release_span(indexes):
+    return RELEASES[min(indexes)] if len(indexes) == 1 else "%s-%s" % (RELEASES[min(indexes)], RELEASES[max(indexes)])
+
+
+def renames():
+    """Every (flag, release) pair where a tabulated release lacks a flag another release has and
+    successor_of() names the flag that does its job there: [(flag, release, successor dict)]."""
+    out = []
+    everyone = []
+    for row in data.FLAGS:
+        for name in row[1]:
+            if name not in everyone:
+                everyone.append(name)
+    for name in everyone:
+        for release in RELEASES:
+            found = successor_of(name, release_table(release))
+            if found is not None:
+                out.append((name, release, found))
+    return out

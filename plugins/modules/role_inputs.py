@@ -55,6 +55,14 @@ options:
         C(gpufleet_llm_server_checked_roles) and is listed in RV(deferred)) instead of failing.
     type: bool
     default: false
+  also_found:
+    description:
+      - Problem lines found earlier that wait for a later check (the preflight role's controller-pass problems,
+        which its read-only host pass reports); when this check fails, its message lists them too, so that one
+        refusal names every problem found so far.
+    type: list
+    elements: str
+    default: []
   record:
     description:
       - Add the roles checked to the fact C(gpufleet_llm_server_checked_roles), so that their own checks are skipped

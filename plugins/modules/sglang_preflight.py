@@ -165,6 +165,23 @@ options:
     type: list
     elements: str
     default: []
+  defer_errors:
+    description:
+      - For the controller pass (O(host_checks=false)) of a run whose read-only host pass follows - do not fail on the
+        problems found here; return them as RV(deferred) for the host pass (O(deferred)), which refuses with them and
+        its own in one message, each with its rule name.
+      - Problems of the C(inventory) or C(profile-exists) rules still fail at once (no address to connect to, or no
+        profile to check), and so do all of them when the host cannot be reached (the action plugin runs C(true)
+        over the connection to find out), naming the connection error and that the host checks did not run.
+    type: bool
+    default: false
+  deferred:
+    description:
+      - Problems an earlier pass deferred (its RV(deferred)); the refusal lists them with this pass's own, one per
+        rule and variable (this pass's wording where both found it).
+    type: list
+    elements: dict
+    default: []
   node_rank:
     description:
       - Multi-node tensor parallel (profile C(nnodes) > 1) - this host's rank (the preflight role's
@@ -266,6 +283,17 @@ warnings_found:
   returned: always
   type: list
   elements: dict
+deferred:
+  description:
+    - With O(defer_errors), the problems found (as RV(errors)) that the host pass will report; the task did not fail.
+  returned: when O(defer_errors=true) deferred problems
+  type: list
+  elements: dict
+deferred_report:
+  description: RV(deferred) as the refusal will print them, one line each.
+  returned: when O(defer_errors=true) deferred problems
+  type: list
+  elements: str
 reported:
   description: RV(warnings_found) as printed, one line each.
   returned: always

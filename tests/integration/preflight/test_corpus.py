@@ -3,8 +3,10 @@
 One ansible-playbook run (the role alone, tests/integration/preflight/preflight.yml) for an inventory
 the test writes: one host per case, connection local, so pass 1 (controller, no connection) and pass
 2 (facts, gpu_info, disk and config.json of "the host" = this machine, read only) run exactly as in
-site.yml, and every host must report all of its problems in that one run. The reference profiles must
-pass both passes. Nothing runs after preflight, so a case that wrongly passes changes nothing.
+site.yml, and every host must report all of its problems in that one run: the host pass runs even
+when the controller pass found problems (it refuses with both passes' problems), unless there is nothing
+to connect to (the inventory rule) or the host cannot be reached. The reference profiles must pass both
+passes. Nothing runs after preflight, so a case that wrongly passes changes nothing.
 
 The 223 GB of the accepted Qwen3.5 model are six sparse files with a model_download manifest (a
 stand-in: only their sizes are read).
@@ -25,7 +27,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 CORPUS = yaml.safe_load((HERE / "corpus.yml").read_text())
 REFERENCE = yaml.safe_load((ROOT / "inventories/production/group_vars/llm_servers/models.yml").read_text())["llm_server_models"]
 PASS_TASKS = {1: "Check the inventory and the model profile (on the controller, no connection)",
-              2: "Validate the model profile against the host (GPUs, RAM, disk, config.json)"}
+              2: "Validate the model profile against the host (GPUs, RAM, disk, config.json)",
+              3: "Check the variables of the roles this run will use (on the controller)"}
 
 
 def _subst(value, tmp, case_id):
@@ -111,7 +114,7 @@ def test_case_refused_with_every_expected_problem(outcome, case):
     _result, failed, proc = outcome
     assert case["id"] in failed, "%s was not refused" % case["id"]
     task, msg, errors = failed[case["id"]]
-    assert task.endswith(PASS_TASKS[case.get("pass", 1)]), (task, msg)
+    assert task.endswith(PASS_TASKS[case.get("pass", 2)]), (task, msg)
     lines = [line for line in msg.splitlines() if line.startswith("[")]
     for want in case["expect"]:
         variable = want["variable"].replace("{id}", case["id"])
@@ -123,6 +126,11 @@ def test_case_refused_with_every_expected_problem(outcome, case):
         assert " = " in line and ": " in line and "Fix: " in line and "(source: " in line, line
     for secret in case.get("absent") or []:
         assert secret not in msg and secret not in errors
+    if case.get("message"):
+        assert case["message"] in msg, msg
+    # Every problem in one refusal; the host pass only reads: nothing changed on any refused host.
+    assert len({want["rule"] for want in case["expect"]}) <= len({line.split("]")[0] for line in lines})
+    assert _result["stats"][case["id"]]["changed"] == 0
 
 
 def test_reference_profiles_pass_both_passes(outcome):

@@ -3,7 +3,8 @@
 plugins/module_utils/sglang_release_table.py is what preflight checks flags against before SGLang is
 built. Here real releases are downloaded from PyPI (tests/support/pypi.py, cached) and read from
 source with the same reader preflight uses on an installed tree; every flag definition, the
-quantization minimums and the hybrid GDN sets must equal the table's entry for that release. A
+quantization minimums, the hybrid GDN sets and the successor each deprecated flag names (its action's
+new_flag= or its help text) must equal the table's entry for that release. A
 reader change or a hand edit of the table fails here until the table is regenerated with
 scripts/generate-sglang-release-table.py. The releases span both flag layouts and the changes the
 rules depend on (--fp4-gemm-backend from 0.5.8, arg_groups from 0.5.12, prefill/decode GDN checks
@@ -24,7 +25,8 @@ RELEASES = ["0.5.4", "0.5.8", "0.5.10.post1", "0.5.12", "0.5.16", "0.5.23"]
 
 def _definition(flag):
     return (tuple(flag.names), flag.dest, bool(flag.takes_value), flag.nargs, flag.value_type,
-            tuple(sorted(flag.choices)) if flag.choices is not None else None, bool(flag.deprecated), bool(flag.repeatable))
+            tuple(sorted(flag.choices)) if flag.choices is not None else None, bool(flag.deprecated), bool(flag.repeatable),
+            flag.successor)
 
 
 @pytest.fixture(scope="module", params=RELEASES)

@@ -57,10 +57,20 @@ def test_quantization_and_gdn_facts():
 
 
 def test_every_row_names_known_releases():
-    for rows in (data.FLAGS, data.QUANT_MIN_CAPABILITY, data.GDN_BLACKWELL, data.LAYOUTS):
+    for rows in (data.FLAGS, data.QUANT_MIN_CAPABILITY, data.GDN_BLACKWELL, data.LAYOUTS, data.SUCCESSORS):
         for row in rows:
             for part in row[0].split(","):
                 for release in part.split("-"):
                     assert release in RELEASES, row
     for release in RELEASES:
         assert release_table(release).get("--model-path") is not None
+
+
+def test_every_successor_is_a_flag_of_its_releases():
+    """SUCCESSORS rows name a deprecated flag and a flag (=value) both defined in the row's releases."""
+    for row in data.SUCCESSORS:
+        for part in row[0].split(","):
+            for release in part.split("-"):
+                table = release_table(release)
+                assert table.get(row[1]).deprecated and table.get(row[1]).successor == row[2], row
+                assert table.get(row[2].partition("=")[0]) is not None, row
