@@ -267,7 +267,7 @@ def listing(api, repo, revision):
 
 
 def check_files(model_dir, files, mode, status, workers, previous=None, recorded=None):
-    """({path: reason} of the files that fail, {path: sha256} of the files that pass, [paths hashed]).
+    """({path: reason} of the files that fail, {path: {"sha256", "stat"}} of the files that pass, [paths hashed]).
 
     A file in RECORDED (the record's entries) whose size and stat are as recorded passes without being
     read (unless MODE is sha256); every other file present with the right size is hashed: against its
@@ -290,7 +290,7 @@ def check_files(model_dir, files, mode, status, workers, previous=None, recorded
             bad[path] = "size %d, want %d" % (os.path.getsize(local), want["size"])
         elif (mode != "sha256" and path in recorded and recorded[path].get("sha256")
               and fingerprint(local) == recorded[path].get("stat")):
-            good[path] = recorded[path]["sha256"]
+            good[path] = {"sha256": recorded[path]["sha256"], "stat": recorded[path]["stat"]}
         else:
             todo.append(path)
     if not todo:
@@ -301,6 +301,7 @@ def check_files(model_dir, files, mode, status, workers, previous=None, recorded
     def digest(path):
         want = files[path]
         local = os.path.join(model_dir, path)
+        before = fingerprint(local)
         content = hashlib.sha256()
         blob = None if want.get("sha256") or not want.get("git_oid") else hashlib.sha1(b"blob %d\0" % want["size"])
         with open(local, "rb") as handle:
@@ -310,16 +311,21 @@ def check_files(model_dir, files, mode, status, workers, previous=None, recorded
                     blob.update(chunk)
                 meter.add(len(chunk))
         meter.add(files=1)
+        sha = {"sha256": content.hexdigest(), "stat": before}
+        if fingerprint(local) != before:  # written to while it was read: the hash is of no version
+            return path, sha, "changed", "not changed", "stat while hashing"
         if want.get("sha256"):
-            return path, content.hexdigest(), content.hexdigest(), want["sha256"], "sha256"
+            return path, sha, content.hexdigest(), want["sha256"], "sha256"
         if blob is not None:
-            return path, content.hexdigest(), blob.hexdigest(), want["git_oid"], "git blob id"
-        return path, content.hexdigest(), None, None, None
+            return path, sha, blob.hexdigest(), want["git_oid"], "git blob id"
+        return path, sha, None, None, None
 
     with meter:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(workers, 4))) as pool:
             for path, sha, got, expected, kind in pool.map(digest, todo):
-                if expected and got != expected:
+                if kind == "stat while hashing":
+                    bad[path] = "changed while it was being hashed"
+                elif expected and got != expected:
                     bad[path] = "%s %s, want %s" % (kind, got[:16], expected[:16])
                 else:
                     good[path] = sha
@@ -467,7 +473,7 @@ def job(args, token, status):
                               args.dir))
     entries = {}
     for path, want in sorted(files.items()):
-        entry = {"size": want["size"], "sha256": good[path], "stat": fingerprint(os.path.join(args.dir, path))}
+        entry = {"size": want["size"], "sha256": good[path]["sha256"], "stat": good[path]["stat"]}
         if want.get("git_oid"):
             entry["git_oid"] = want["git_oid"]
         entries[path] = entry

@@ -297,8 +297,6 @@ def test_flipped_bytes_are_caught_by_default_and_hashed_alone(tmp_path):
         assert res["tasks"][WAIT]["job_result"]["hashed"] == [shard_names(3)[2]]
         assert res["tasks"][WAIT]["job_result"]["fetched"] == [] and hub.requests[seen:] == []
         assert res["tasks"][RESTART].get("skipped") is True
-        rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD))
-        assert rc == 0 and res["stats"]["changed"] == 0, res["stats"]
 
         # Bit rot on the disk changes bytes and no stat field: stand in for it by giving the record the stat of
         # the corrupted file. The stat check cannot see it (its limit); only the sha256 mode can.
@@ -429,8 +427,6 @@ def test_model_without_hub_repo_is_never_reported_complete(tmp_path):
     rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
     assert rc == 0, out
     assert res["tasks"][WAIT]["job_result"]["hashed"] == [shard_names(2)[1]]
-    rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
-    assert rc == 0 and res["stats"]["changed"] == 0, res["stats"]
 
     # The record deleted: an error naming the record and the fixes, never "unverifiable".
     record_file(model).unlink()
