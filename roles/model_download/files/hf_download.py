@@ -486,8 +486,14 @@ def job(args, token, status):
                                       for k in ("model_path", "repo", "revision", "commit", "source", "files"))
     if not same:
         new["verified_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        os.makedirs(args.record_dir, mode=0o755, exist_ok=True)
-        write_json_atomic(record_file, new, 0o644)
+        try:
+            os.makedirs(args.record_dir, mode=0o755, exist_ok=True)
+            write_json_atomic(record_file, new, 0o644)
+        except OSError as error:
+            raise JobError("model_download: every file of %s passed, but its record cannot be written to %s: %s. "
+                           "Fix: run the role as root (become), or point model_download_record_dir at a directory "
+                           "root can write, outside the model directory; then rerun (the files are kept)."
+                           % (args.dir, record_file, error))
     marker = os.path.join(work_dir(args.dir), RECORDED)
     if not os.path.isfile(marker):
         with open(marker, "w", encoding="utf-8") as handle:

@@ -4,6 +4,7 @@ outside the directory (issue 34). Real files in tmp_path; records written as the
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.util
 import json
@@ -199,3 +200,35 @@ def test_stray_files_of_older_versions_are_named_only_when_present(tmp_path):
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     assert present_entries(str(tmp_path), [".gpufleet-hf-token", "absent", "dangling"]) == [".gpufleet-hf-token", "dangling"]
     assert present_entries(str(tmp_path / "no-such-dir"), [".gpufleet-hf-token"]) == []
+
+
+class _Quiet:
+    def update(self, **_fields):
+        pass
+
+
+def _job_args(model, record_dir, **kw):
+    base = dict(dir=str(model), repo="", revision="main", verify="size", workers=2, timeout=60, margin_bytes=0,
+                expected_shards=None, profile_var="llm_server_models['m']", record_dir=str(record_dir), adopt=True)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_helper_refuses_a_record_dir_inside_the_model_and_an_unwritable_one(dirs):
+    """The helper's job (run in-process, --adopt, no Hub): a record dir inside the model directory is refused
+    before anything is read; one that cannot be written fails naming model_download_record_dir; a good one gets
+    the record, which the per-run check then finds complete."""
+    model, records = dirs
+    write_model(model, records, FILES, record=False)
+    job = helper()
+    with pytest.raises(job.JobError, match="is inside the model directory"):
+        job.job(_job_args(model, model / "records"), "", _Quiet())
+    (model.parent / "a-file").write_text("")
+    with pytest.raises(job.JobError, match="record cannot be written to .*Fix: run the role as root"):
+        job.job(_job_args(model, model.parent / "a-file" / "records"), "", _Quiet())
+    result = job.job(_job_args(model, records), "", _Quiet())
+    assert result["hashed"] == sorted(FILES) and result["manifest_written"]
+    assert run(model, records, "")["state"] == "complete"
+    assert read_record(str(model), str(records))["source"] == "adopted"
+    again = job.job(_job_args(model, records), "", _Quiet())
+    assert again["hashed"] == [] and not again["manifest_written"]
