@@ -1216,7 +1216,7 @@ def check_disk_space(rule, ctx):
     if not disk or not ctx.get("hub_repo") or not isinstance(want_gb, _NUM) or _non_finite(want_gb):
         return []
     want = float(want_gb) * 1e9
-    if disk["state"] == "complete":  # every file of the manifest present: model_download fetches nothing
+    if disk["state"] == "complete":  # every recorded file as recorded: model_download fetches nothing
         return []
     margin = float(disk.get("margin_gb") or 0) * 1e9
     need = max(0.0, want - disk["have_bytes"]) + margin
@@ -1310,10 +1310,10 @@ def read_model_config(model_path):
     return data if isinstance(data, dict) else {}
 
 
-def read_disk(model_path, margin_gb, hub_repo="", hub_revision="main"):
+def read_disk(model_path, margin_gb, hub_repo="", hub_revision="main", record_dir=model_manifest.RECORD_DIR):
     """Free bytes of the filesystem model_path is (or will be) on, and what is there already, judged as
-    model_download judges it (module_utils/model_manifest.check: the manifest's state and the bytes
-    present), so preflight's estimate is model_download's own."""
+    model_download judges it (module_utils/model_manifest.check: the state against the model's record in
+    RECORD_DIR and the bytes present), so preflight's estimate is model_download's own."""
     where = model_path
     while where and not os.path.isdir(where):
         parent = os.path.dirname(where.rstrip("/")) or "/"
@@ -1324,7 +1324,7 @@ def read_disk(model_path, margin_gb, hub_repo="", hub_revision="main"):
         stat = os.statvfs(where or "/")
     except OSError:
         return None
-    found = model_manifest.check(model_path, hub_repo or "", hub_revision or "main")
+    found = model_manifest.check(model_path, hub_repo or "", hub_revision or "main", record_dir=record_dir)
     return {"free_bytes": stat.f_bavail * stat.f_frsize, "have_bytes": found["bytes_present"],
             "state": found["state"], "where": where, "margin_gb": margin_gb}
 

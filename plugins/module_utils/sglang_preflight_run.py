@@ -43,6 +43,7 @@ ARGUMENT_SPEC = dict(
     read_model_config=dict(type="bool", default=True),
     disk_check=dict(type="bool", default=True),
     disk_margin_gb=dict(type="float", default=20),
+    model_record_dir=dict(type="path", default="/var/lib/gpufleet/models"),
     inventory_hostname=dict(type="str"),
     host_address=dict(type="raw"),
     placeholder_markers=dict(type="list", elements="str", default=[]),
@@ -161,7 +162,7 @@ def run(p, meminfo="/proc/meminfo"):
             model_config = read_model_config(profile["model_path"])
         if p["disk_check"]:
             disk = read_disk(profile["model_path"], p["disk_margin_gb"], profile.get("hub_repo"),
-                             str(profile.get("hub_revision") or "main"))
+                             str(profile.get("hub_revision") or "main"), record_dir=p["model_record_dir"])
     facts = dict(p["gpu_info"] or {})
     facts["memtotal_mb"] = memtotal_mb
     inventory = None

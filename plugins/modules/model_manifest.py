@@ -9,17 +9,19 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: model_manifest
-short_description: Check a model directory against its manifest, one stat per file
+short_description: Check a model directory against its record, one stat per file
 version_added: "0.1.0"
 description:
-  - Reads C(<path>/.gpufleet-manifest.json), the manifest the C(gpufleet.llm_server.model_download) role
-    writes after a verified download (file names, sizes and the Hub's sha256 of LFS files), and compares
-    the size of every listed file with it. A missing, truncated or grown file is reported by name.
-  - It does not hash anything (the role's O(ignore:model_download_verify=sha256) does that, with
-    progress) and never contacts the Hub.
-  - Without a manifest, the state says whether one can be built (V(no_manifest), O(hub_repo) given) or the
-    model cannot be verified at all (V(unverifiable), for example a model copied by hand with no
-    O(hub_repo)); the latter is reported as a warning unless O(warn_unverifiable=false).
+  - Reads the record the C(gpufleet.llm_server.model_download) role writes after it hashed every file of a
+    model, kept outside the model directory (under O(record_dir), root-owned), and compares every recorded
+    file's size, inode, mtime and ctime with it. A missing, truncated or grown file, and a file replaced or
+    edited since it was hashed (even with its mtime put back, since the ctime changes), is reported by name.
+  - Lists the files the server would load (weights, C(*.py) remote code, configs) that the record does not
+    list, in RV(stray) (state V(stray) when they are the only finding), unless O(allow_extra) allows them.
+  - It does not hash anything (the role's helper does, for the files reported here) and never contacts the Hub.
+  - Without a record, the state says whether one can be built (V(no_manifest), O(hub_repo) given), whether
+    the directory had one that is gone (V(record_lost), no O(hub_repo)), or whether the model was never
+    recorded (V(unverifiable)); the latter is reported as a warning unless O(warn_unverifiable=false).
 author:
   - gpufleet maintainers (@gpufleet)
 extends_documentation_fragment:
@@ -29,14 +31,29 @@ options:
     description: The model directory (the profile's C(model_path)).
     type: path
     required: true
+  record_dir:
+    description:
+      - Directory of the records (C(model_download_record_dir)); the record of O(path) is a file there named
+        after the path.
+    type: path
+    default: /var/lib/gpufleet/models
+    version_added: "0.2.0"
+  allow_extra:
+    description:
+      - Glob patterns (matched against the path inside O(path) and against the base name) of files that may be
+        there without being recorded (C(model_download_allowed_extra_files)).
+    type: list
+    elements: str
+    default: []
+    version_added: "0.2.0"
   hub_repo:
     description:
       - The Hugging Face repo the files come from. Empty when the model is provided otherwise.
-      - A manifest for another repo (or O(hub_revision)) gives state V(other_source).
+      - A record for another repo (or O(hub_revision)) gives state V(other_source).
     type: str
     default: ""
   hub_revision:
-    description: The revision the profile asks for (branch, tag or commit), compared with the manifest's.
+    description: The revision the profile asks for (branch, tag or commit), compared with the record's.
     type: str
     default: main
   warn_unverifiable:
@@ -53,7 +70,7 @@ options:
     version_added: "0.2.0"
 seealso:
   - name: The model_download role
-    description: Writes the manifest; its README describes the verification modes.
+    description: Writes the record; its README describes the checks.
     link: https://github.com/gpufleet/llm_server/blob/main/roles/model_download/README.md
 attributes:
   platform:
@@ -70,7 +87,7 @@ EXAMPLES = r"""
     hub_revision: main
   register: model_check
 
-- name: Stop when a file is missing or truncated
+- name: Stop when a file is missing, changed, or a stray file would be loaded
   ansible.builtin.assert:
     that: model_check.state == 'complete'
     fail_msg: "{{ model_check.msg }}"
@@ -85,52 +102,64 @@ stray_files_present:
   sample: [.gpufleet-hf-token]
 state:
   description:
-    - V(complete) every listed file is present with the manifest's size; V(incomplete) some are not
-      (see RV(problems)); V(no_manifest) there is no usable manifest and O(hub_repo) can build one;
-      V(other_source) the manifest is for another repo or revision; V(unverifiable) no manifest and no
-      O(hub_repo).
+    - V(complete) every recorded file is as it was when hashed and no stray file is there; V(incomplete) some
+      are not (see RV(problems)); V(stray) the recorded files are fine but RV(stray) is not empty;
+      V(no_manifest) there is no usable record and O(hub_repo) can build one; V(record_lost) no record, no
+      O(hub_repo), but the directory was recorded before; V(other_source) the record is for another repo or
+      revision; V(unverifiable) never recorded and no O(hub_repo).
   returned: always
   type: str
   sample: incomplete
 msg:
-  description: One line saying what was found, naming files and sizes.
+  description: One line saying what was found, naming files, and the fix where one is needed.
   returned: always
   type: str
 problems:
-  description: Files that are missing, not regular files, or of the wrong size.
+  description: Recorded files that are missing, not regular files, of the wrong size, or changed since hashed.
   returned: always
   type: list
   elements: dict
   contains:
     path: {description: File path inside the model directory., type: str, sample: model-00002-of-00006.safetensors}
-    reason: {description: "C(missing), C(not a file) or C(size).", type: str}
+    reason: {description: "C(missing), C(not a file), C(size) or C(changed) (inode, mtime or ctime).", type: str}
     have: {description: Size on disk (null when missing)., type: int}
-    want: {description: Size in the manifest., type: int}
+    want: {description: Size in the record., type: int}
+stray:
+  description: Files the server would load that the record does not list and O(allow_extra) does not allow.
+  returned: always
+  type: list
+  elements: str
+  sample: [model-00003-of-00002.safetensors, modeling_evil.py]
+stray_msg:
+  description: What RV(stray) means and the fix.
+  returned: when RV(stray) is not empty
+  type: str
 manifest:
-  description: The manifest's source and verification (null without a usable manifest).
+  description: The record's source and verification (null without a usable record).
   returned: always
   type: dict
   contains:
-    repo: {description: Hub repo., type: str}
+    repo: {description: Hub repo (null for adopted files)., type: str}
     revision: {description: Revision the profile asked for when it was written., type: str}
     commit: {description: Commit the revision resolved to., type: str}
-    verified: {description: "C(size) or C(sha256): the strongest check the files passed.", type: str}
-    verified_at: {description: When the files last passed it (UTC)., type: str}
+    source: {description: "C(hub) (checked against the Hub's hashes) or C(adopted) (hashed as found).", type: str}
+    verified: {description: "C(sha256): every recorded file was hashed.", type: str}
+    verified_at: {description: When the record was last written (UTC)., type: str}
 manifest_path:
-  description: Where the manifest is (or would be).
+  description: Where the record is (or would be).
   returned: always
   type: str
 files:
-  description: Number of files the manifest lists.
+  description: Number of files the record lists.
   returned: always
   type: int
 bytes:
-  description: Total size of the files the manifest lists.
+  description: Total size of the files the record lists.
   returned: always
   type: int
 bytes_present:
   description:
-    - Bytes of the listed files that are present with the right size; without a usable manifest, the
+    - Bytes of the recorded files that are present with the right size; without a usable record, the
       size of every file in the directory (huggingface_hub's C(.cache) excepted).
   returned: always
   type: int
@@ -144,6 +173,8 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "path": {"type": "path", "required": True},
+            "record_dir": {"type": "path", "default": "/var/lib/gpufleet/models"},
+            "allow_extra": {"type": "list", "elements": "str", "default": []},
             "hub_repo": {"type": "str", "default": ""},
             "hub_revision": {"type": "str", "default": "main"},
             "warn_unverifiable": {"type": "bool", "default": True},
@@ -152,7 +183,8 @@ def main():
         supports_check_mode=True,
     )
     result = check(module.params["path"], hub_repo=module.params["hub_repo"] or "",
-                   hub_revision=module.params["hub_revision"] or "main")
+                   hub_revision=module.params["hub_revision"] or "main", record_dir=module.params["record_dir"],
+                   allow_extra=module.params["allow_extra"])
     for warning in result.pop("warnings"):
         module.warn(warning)
     if result["state"] == "unverifiable" and module.params["warn_unverifiable"]:

@@ -130,6 +130,13 @@ options:
     description: Free space (GB) required beyond a download's missing bytes (C(model_download_space_margin_gb)).
     type: float
     default: 20
+  model_record_dir:
+    description:
+      - Where model_download keeps the model records (C(model_download_record_dir)). What is present is judged
+        against the profile's record, as model_download judges it.
+    type: path
+    default: /var/lib/gpufleet/models
+    version_added: "0.2.0"
   inventory_hostname:
     description: Inventory name of the host; given, the inventory checks run (O(host_address), C(llm_server_model)).
     type: str

@@ -16,7 +16,10 @@ same IOMMU group) and emulates what the kernel does when a control file is writt
 
 Fault injection (``faults``, or in daemon mode the file <base>/faults.json): ``{(op, address): errno_number | "vanish" | "ignore"}`` with op one of
 unbind, bind, drivers_probe, driver_override. ``"vanish"`` removes the device (hot-unplug),
-``"ignore"`` accepts the write and does nothing (a driver whose probe silently fails).
+``"ignore"`` accepts the write and does nothing (a driver whose probe silently fails). A fault is
+used once, unless it is written ``("always", fault)`` (faults.json: ``"always EIO"``): then every
+write of that op to that device fails the same way, the restore after a failed move included (a
+device whose driver keeps refusing it, issue 34).
 
 Two ways to drive it:
 - in-process: pass ``FakeKernel.write`` as the writer of pci_bind.Binder (unit tests);
@@ -253,7 +256,11 @@ class FakeKernel:
             op, address = "drivers_probe", value
         else:
             raise OSError(errno.EACCES, "fake kernel: %s is not a writable control file" % path, path)
-        fault = self.faults.pop((op, address), None)
+        fault = self.faults.get((op, address))
+        if isinstance(fault, tuple) and fault[0] == "always":
+            fault = fault[1]
+        else:
+            self.faults.pop((op, address), None)
         if fault is None:
             fault = self._file_fault(op, address)
         if fault == "vanish":
@@ -298,18 +305,22 @@ class FakeKernel:
 
     def _file_fault(self, op, address):
         """Daemon mode: faults from <base>/faults.json, {"<op> <address>": "EIO"|"vanish"|"ignore"},
-        each used once (the file is rewritten without it)."""
+        each used once (the file is rewritten without it), or "always EIO" (kept: every such write fails)."""
         path = os.path.join(self.base, "faults.json")
         try:
             with open(path, "r", encoding="utf-8") as handle:
                 faults = json.load(handle)
         except (OSError, ValueError):
             return None
-        fault = faults.pop("%s %s" % (op, address), None)
+        fault = faults.get("%s %s" % (op, address))
         if fault is None:
             return None
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump(faults, handle)
+        if fault.startswith("always "):
+            fault = fault[len("always "):]
+        else:
+            del faults["%s %s" % (op, address)]
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(faults, handle)
         return getattr(errno, fault) if fault.startswith("E") else fault
 
     # ------------------------------------------------------------------ daemon mode

@@ -16,7 +16,10 @@ They behave like the real commands where the role depends on it:
   own `key: value` format: hostpciN / devN / lxc.* entries, see prepare.yml for their sources); they are
   data for the role's check, the stand-in itself starts guests from the device lists below.
 Fault injection: "fail_start": ["qm 100"] makes that `start` fail like a QEMU that exits at once
-(after the GPUs were moved), for the scenario's rollback tests.
+(after the GPUs were moved), for the scenario's rollback tests; "start_fails_running": ["pct 200"]
+starts the guest but exits non-zero (a start that timed out while the guest came up); "fail_shutdown":
+["pct 200"] makes `shutdown`/`stop` fail and leaves the guest running (a guest that ignores the
+request and whose forced stop fails, e.g. a stuck process in D state).
 Config: /etc/gpufleet-fake/pve.json {"fake_base": DIR, "journal": FILE, "vms": {"100": [addr...]},
 "cts": {"200": [addr...]}, "config": {"qm 100": [line...], "pct 200": [line...]}, "fail_start": [...]}.
 State: /var/lib/gpufleet-fake/<qm|pct>-<id>.pid.
@@ -96,6 +99,10 @@ def main():
         record(conf, actor, args, "running" if pid else "stopped")
         return 0
     if command in ("shutdown", "stop"):
+        if pid and "%s %s" % (actor, guest) in conf.get("fail_shutdown", []):
+            record(conf, actor, args, "failed: injected")
+            sys.stderr.write("%s %s: shutdown failed: got timeout\n" % ("VM" if actor == "qm" else "CT", guest))
+            return 255
         if pid:
             os.kill(pid, signal.SIGTERM)
             for _attempt in range(100):
@@ -140,6 +147,10 @@ def main():
         handle.write(str(proc.pid))
     # The fake procfs shows the guest's process (pci_driver_bind looks for holders there).
     os.symlink("/proc/%d" % proc.pid, os.path.join(conf["fake_base"], "proc", str(proc.pid)))
+    if "%s %s" % (actor, guest) in conf.get("start_fails_running", []):
+        record(conf, actor, args, "failed: injected (running)")
+        sys.stderr.write("start failed: got timeout\n")
+        return 255
     record(conf, actor, args, "ok")
     return 0
 

@@ -4,7 +4,7 @@ background and reports its progress in a status file. Installed by the model_dow
 usage:
   hf_download.py start  --dir DIR --repo REPO --revision REV --verify size|sha256 --workers N
                         --timeout SECONDS [--margin-bytes N] [--expected-shards N] [--profile-var TEXT]
-                        [--token-stdin]
+                        [--record-dir RDIR] [--adopt] [--token-stdin]
       Starts the job detached (its own session; it outlives the play) and prints one JSON line
       {"pid": N, "attached": false}. When a job already runs for DIR (a previous play was interrupted)
       it starts nothing and prints {"pid": <that job>, "attached": true}. With --token-stdin the Hub
@@ -14,13 +14,16 @@ usage:
       Prints the job's status as one JSON line: state running|done|failed|lost, a progress `line`,
       and `result` (done) or `msg` (failed/lost).
 
-The job: list the repo at the resolved commit (or use DIR's manifest when it is for REPO@REV), check
-every file (size: one stat per file; sha256: hash every file, LFS files against the Hub's sha256,
-others against their git blob id), refuse when the filesystem lacks space for the files to fetch,
-fetch exactly the failing files with huggingface_hub (a dropped connection resumes with a Range
-request), check the fetched files again, then write DIR/.gpufleet-manifest.json atomically.
-Bookkeeping lives in DIR/.gpufleet/ (0700): lock, status.json, job.log. With --repo "" nothing is
-fetched: a failing file fails the job, naming it.
+The job: use DIR's record (RDIR/<name of DIR>.json, outside DIR; plugins/module_utils/model_manifest.py
+describes it) when it is for REPO@REV, else list the repo at the resolved commit; check every file: a
+recorded file whose size, inode, mtime and ctime are as recorded is not read again (unless --verify
+sha256); every other file is hashed (against the record's sha256, or the Hub's sha256 for LFS files and
+git blob id for the others); refuse when the filesystem lacks space for the files to fetch, fetch exactly
+the failing files with huggingface_hub (a dropped connection resumes with a Range request), hash the
+fetched files, then write the record atomically (with each file's sha256 and stat) and the marker
+DIR/.gpufleet/recorded. Bookkeeping lives in DIR/.gpufleet/ (0700): lock, status.json, job.log,
+recorded. With --repo "" nothing is fetched: a failing file fails the job, naming it; without a record
+--adopt hashes and records the files as they are.
 """
 import argparse
 import concurrent.futures
@@ -30,14 +33,18 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import select
 import sys
 import threading
 import time
 
-MANIFEST = ".gpufleet-manifest.json"
 WORK = ".gpufleet"
-FORMAT = 1
+RECORDED = "recorded"
+FORMAT = 2
+# As plugins/module_utils/model_manifest.py (a test checks they agree): bookkeeping, this collection's files.
+BOOKKEEPING = (".cache", WORK)
+OWN_FILES = (".gpufleet-manifest.json", ".gpufleet-hf-token")
 STATUS_EVERY = 2.0
 READ_CHUNK = 8 * 1024 * 1024
 
@@ -107,15 +114,44 @@ def git_blob_oid(path, size):
     return digest.hexdigest()
 
 
-def read_manifest(model_dir):
+def record_name(model_dir):
+    """As plugins/module_utils/model_manifest.record_name."""
+    path = os.path.normpath(model_dir)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", path.strip("/"))[-80:] or "root"
+    return "%s.%s.json" % (slug, hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:12])
+
+
+def fingerprint(path):
+    info = os.stat(path)
+    return [info.st_ino, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def read_record(path, model_dir):
     try:
-        with open(os.path.join(model_dir, MANIFEST), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), dict):
+    if (not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("files"), dict)
+            or os.path.normpath(str(data.get("model_path"))) != os.path.normpath(model_dir)):
         return None
     return data
+
+
+def present_files(model_dir):
+    """{relative path: {"size"}} of the regular files under MODEL_DIR, bookkeeping excepted (--adopt)."""
+    found = {}
+    for top, dirs, names in os.walk(model_dir):
+        rel_top = os.path.relpath(top, model_dir)
+        if rel_top == ".":
+            dirs[:] = [d for d in dirs if d not in BOOKKEEPING]
+            rel_top = ""
+        for name in names:
+            path = os.path.join(top, name)
+            if (not rel_top and name in OWN_FILES) or os.path.islink(path) or not os.path.isfile(path):
+                continue
+            found[os.path.join(rel_top, name) if rel_top else name] = {"size": os.path.getsize(path)}
+    return found
 
 
 # ---------------------------------------------------------------------------------------- status
@@ -230,13 +266,21 @@ def listing(api, repo, revision):
     return commit, files
 
 
-def check_files(model_dir, files, mode, status, workers, previous=None):
-    """{path: reason} of the files that fail; sha256 mode hashes (in parallel) with progress."""
+def check_files(model_dir, files, mode, status, workers, previous=None, recorded=None):
+    """({path: reason} of the files that fail, {path: {"sha256", "stat"}} of the files that pass, [paths hashed]).
+
+    A file in RECORDED (the record's entries) whose size and stat are as recorded passes without being
+    read (unless MODE is sha256); every other file present with the right size is hashed: against its
+    entry's sha256 (the record's, or the Hub's for LFS files), else against its git blob id, else (files
+    adopted as they are) against nothing."""
     bad = {}
+    good = {}
     previous = previous or {}
+    recorded = recorded or {}
+    todo = []
     for path, want in files.items():
         old = previous.get(path)
-        if old and (old.get("sha256") != want.get("sha256") or old.get("git_oid") != want.get("git_oid")):
+        if old and old.get("git_oid") and want.get("git_oid") and old["git_oid"] != want["git_oid"]:
             bad[path] = "changed on the Hub since the last verified download"
             continue
         local = os.path.join(model_dir, path)
@@ -244,34 +288,48 @@ def check_files(model_dir, files, mode, status, workers, previous=None):
             bad[path] = "missing"
         elif os.path.getsize(local) != want["size"]:
             bad[path] = "size %d, want %d" % (os.path.getsize(local), want["size"])
-    if mode != "sha256":
-        return bad
-    todo = sorted(p for p in files if p not in bad)
+        elif (mode != "sha256" and path in recorded and recorded[path].get("sha256")
+              and fingerprint(local) == recorded[path].get("stat")):
+            good[path] = {"sha256": recorded[path]["sha256"], "stat": recorded[path]["stat"]}
+        else:
+            todo.append(path)
+    if not todo:
+        return bad, good, todo
+    todo.sort()
     meter = Meter(status, "verifying", "sha256 of", sum(files[p]["size"] for p in todo), len(todo))
 
     def digest(path):
         want = files[path]
         local = os.path.join(model_dir, path)
-        if want.get("sha256"):
-            hasher = hashlib.sha256()
-        else:
-            hasher = hashlib.sha1(b"blob %d\0" % want["size"])
+        before = fingerprint(local)
+        content = hashlib.sha256()
+        blob = None if want.get("sha256") or not want.get("git_oid") else hashlib.sha1(b"blob %d\0" % want["size"])
         with open(local, "rb") as handle:
             for chunk in iter(lambda: handle.read(READ_CHUNK), b""):
-                hasher.update(chunk)
+                content.update(chunk)
+                if blob is not None:
+                    blob.update(chunk)
                 meter.add(len(chunk))
         meter.add(files=1)
-        got = hasher.hexdigest()
-        expected = want.get("sha256") or want.get("git_oid")
-        return path, got, expected
+        sha = {"sha256": content.hexdigest(), "stat": before}
+        if fingerprint(local) != before:  # written to while it was read: the hash is of no version
+            return path, sha, "changed", "not changed", "stat while hashing"
+        if want.get("sha256"):
+            return path, sha, content.hexdigest(), want["sha256"], "sha256"
+        if blob is not None:
+            return path, sha, blob.hexdigest(), want["git_oid"], "git blob id"
+        return path, sha, None, None, None
 
     with meter:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(workers, 4))) as pool:
-            for path, got, expected in pool.map(digest, todo):
-                if expected and got != expected:
-                    kind = "sha256" if files[path].get("sha256") else "git blob id"
+            for path, sha, got, expected, kind in pool.map(digest, todo):
+                if kind == "stat while hashing":
+                    bad[path] = "changed while it was being hashed"
+                elif expected and got != expected:
                     bad[path] = "%s %s, want %s" % (kind, got[:16], expected[:16])
-    return bad
+                else:
+                    good[path] = sha
+    return bad, good, todo
 
 
 def free_bytes(path):
@@ -332,14 +390,19 @@ def fetch(args, token, commit, files, paths, status):
 def job(args, token, status):
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # progress goes to the status file
     started = time.monotonic()
-    manifest = read_manifest(args.dir)
-    trusted = manifest if manifest and (not args.repo or (
-        manifest.get("repo") == args.repo and str(manifest.get("revision")) == str(args.revision))) else None
+    record_file = os.path.join(args.record_dir, record_name(args.dir))
+    if os.path.commonpath([os.path.realpath(args.dir), os.path.realpath(args.record_dir)]) == os.path.realpath(args.dir):
+        raise JobError("model_download: model_download_record_dir %s is inside the model directory %s, which could "
+                       "then rewrite its own record. Nothing was changed. Fix: set model_download_record_dir to a "
+                       "root-owned directory outside it (default /var/lib/gpufleet/models)." % (args.record_dir, args.dir))
+    record = read_record(record_file, args.dir)
+    trusted = record if record and (not args.repo or (
+        record.get("repo") == args.repo and str(record.get("revision")) == str(args.revision))) else None
     clean_incomplete(args.dir)
     api = None
     if trusted:
         commit, files = trusted.get("commit"), trusted["files"]
-        source = "the manifest"
+        source = "the record"
     elif args.repo:
         status.update(phase="listing", line="listing %s@%s" % (args.repo, args.revision))
         try:
@@ -353,23 +416,31 @@ def job(args, token, status):
         except Exception as error:
             raise JobError(hub_error_message(args.repo, args.revision, error))
         source = "the Hub listing"
+    elif args.adopt:
+        commit, files = None, present_files(args.dir)
+        if not files:
+            raise JobError("model_download: %s holds no files to adopt. Nothing was changed." % args.dir)
+        source = "the files as they are (model_download_adopt)"
     else:
-        raise JobError("model_download: %s has no manifest and no hub_repo: nothing to verify against"
-                       % args.dir)
+        raise JobError("model_download: %s has no record (%s) and no hub_repo: nothing to verify against. Fix: set "
+                       "the profile's hub_repo, or run once with -e model_download_adopt=true to record the files as "
+                       "they are." % (args.dir, record_file))
     shards = sorted(p for p in files if p.endswith(".safetensors"))
-    if args.expected_shards is not None and len(shards) != args.expected_shards:
+    if args.repo and args.expected_shards is not None and len(shards) != args.expected_shards:
         raise JobError(
             "model_download: %s@%s has %d *.safetensors shards, but %s.expected_shards is %d. Nothing was "
             "downloaded. Fix: correct expected_shards (or hub_revision) in %s."
             % (args.repo, (commit or "")[:12], len(shards), args.profile_var, args.expected_shards, args.profile_var))
-    previous = manifest["files"] if manifest and manifest is not trusted and manifest.get("repo") == args.repo else None
+    previous = record["files"] if record and record is not trusted and record.get("repo") == args.repo else None
     status.update(phase="verifying", line="checking %d files (%s) against %s" % (len(files), args.verify, source))
-    bad = check_files(args.dir, files, args.verify, status, args.workers, previous)
+    bad, good, hashed = check_files(args.dir, files, args.verify, status, args.workers, previous,
+                                    trusted["files"] if trusted else None)
+    hashed = list(hashed)
     fetched = []
     if bad and not args.repo:
-        raise JobError("model_download: %d of %d files in %s fail their %s check against the manifest: %s. The "
+        raise JobError("model_download: %d of %d files in %s fail their check against the record %s: %s. The "
                        "profile names no hub_repo to fetch them from: copy them again from where the model came "
-                       "from, or set hub_repo." % (len(bad), len(files), args.dir, args.verify, "; ".join(
+                       "from, or set hub_repo." % (len(bad), len(files), args.dir, record_file, "; ".join(
                            "%s (%s)" % item for item in sorted(bad.items())[:10])))
     for attempt in (1, 2):
         if not bad:
@@ -391,34 +462,51 @@ def job(args, token, status):
                            + ("" if len(errors) == 1 else " (%d files failed: %s)" % (
                                len(errors), ", ".join(sorted(errors)))))
         fetched.extend(p for p in sorted(bad) if p not in fetched)
-        status.update(phase="verifying", line="checking the %d fetched files (%s)" % (len(bad), args.verify))
-        bad = check_files(args.dir, {p: files[p] for p in bad}, args.verify, status, args.workers)
+        status.update(phase="verifying", line="hashing the %d fetched files" % len(bad))
+        bad, more, again = check_files(args.dir, {p: files[p] for p in bad}, "sha256", status, args.workers)
+        good.update(more)
+        hashed.extend(p for p in again if p not in hashed)
         if bad and attempt == 2:
             raise JobError("model_download: %s@%s: files still wrong after downloading them again: %s. Check the "
                            "filesystem under %s (space, errors in dmesg) and rerun."
                            % (args.repo, (commit or "")[:12], "; ".join("%s (%s)" % i for i in sorted(bad.items())),
                               args.dir))
-    level = args.verify
-    if manifest and manifest.get("verified") == "sha256" and not fetched and trusted is manifest:
-        level = "sha256"  # a size check does not undo an earlier full hash of unchanged files
-    new = {"format": FORMAT, "tool": "gpufleet.llm_server.model_download",
-           "repo": args.repo or (manifest or {}).get("repo"),
-           "revision": args.revision if args.repo else (manifest or {}).get("revision"),
-           "commit": commit, "verified": level, "files": files}
-    same = manifest is not None and all(manifest.get(k) == new[k]
-                                        for k in ("repo", "revision", "commit", "verified", "files"))
+    entries = {}
+    for path, want in sorted(files.items()):
+        entry = {"size": want["size"], "sha256": good[path]["sha256"], "stat": good[path]["stat"]}
+        if want.get("git_oid"):
+            entry["git_oid"] = want["git_oid"]
+        entries[path] = entry
+    repo = args.repo or (trusted or {}).get("repo")
+    new = {"format": FORMAT, "tool": "gpufleet.llm_server.model_download", "model_path": os.path.normpath(args.dir),
+           "repo": repo, "revision": args.revision if args.repo else (trusted or {}).get("revision"),
+           "commit": commit, "source": (trusted or {}).get("source") or ("hub" if repo else "adopted"),
+           "verified": "sha256", "files": entries}
+    same = record is not None and all(record.get(k) == new[k]
+                                      for k in ("model_path", "repo", "revision", "commit", "source", "files"))
     if not same:
         new["verified_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        write_json_atomic(os.path.join(args.dir, MANIFEST), new, 0o644)
+        try:
+            os.makedirs(args.record_dir, mode=0o755, exist_ok=True)
+            write_json_atomic(record_file, new, 0o644)
+        except OSError as error:
+            raise JobError("model_download: every file of %s passed, but its record cannot be written to %s: %s. "
+                           "Fix: run the role as root (become), or point model_download_record_dir at a directory "
+                           "root can write, outside the model directory; then rerun (the files are kept)."
+                           % (args.dir, record_file, error))
+    marker = os.path.join(work_dir(args.dir), RECORDED)
+    if not os.path.isfile(marker):
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write(record_file + "\n")
     total = sum(f["size"] for f in files.values())
-    summary = "%s: %d files (%s) of %s@%s %s; %s" % (
-        args.dir, len(files), human(total), new["repo"], (commit or "")[:12],
-        "verified by sha256" if args.verify == "sha256" else "verified by size",
+    summary = "%s: %d files (%s) of %s %s; %s" % (
+        args.dir, len(files), human(total), ("%s@%s" % (repo, (commit or "")[:12])) if repo else "(adopted)",
+        "verified by sha256" if args.verify == "sha256" else "checked against %s" % source,
         ("fetched %d: %s" % (len(fetched), ", ".join(fetched[:5]) + (" ..." if len(fetched) > 5 else "")))
         if fetched else "nothing fetched")
-    return {"repo": new["repo"], "commit": commit, "files": len(files), "bytes": total, "fetched": fetched,
-            "verified": args.verify, "manifest_written": not same, "manifest": os.path.join(args.dir, MANIFEST),
-            "changed": bool(fetched) or not same, "seconds": round(time.monotonic() - started, 1),
+    return {"repo": repo, "commit": commit, "files": len(files), "bytes": total, "fetched": fetched,
+            "verified": args.verify, "manifest_written": not same, "manifest": record_file,
+            "hashed": hashed, "changed": bool(fetched) or not same, "seconds": round(time.monotonic() - started, 1),
             "summary": summary}
 
 
@@ -545,11 +633,15 @@ def main(argv=None):
     start.add_argument("--margin-bytes", type=int, default=0)
     start.add_argument("--expected-shards", type=int)
     start.add_argument("--profile-var", default="the profile")
+    start.add_argument("--record-dir", default="/var/lib/gpufleet/models")
+    start.add_argument("--adopt", action="store_true")
     start.add_argument("--token-stdin", action="store_true")
     status = sub.add_parser("status")
     status.add_argument("--dir", required=True)
     args = parser.parse_args(argv)
     args.dir = os.path.abspath(getattr(args, "dir"))
+    if getattr(args, "record_dir", None):
+        args.record_dir = os.path.abspath(args.record_dir)
     return cmd_start(args) if args.command == "start" else cmd_status(args)
 
 

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import model_manifest
 from support.ansible_harness import JSON_CALLBACK, playbook_command, run_playbook
 from support.fake_hf_hub import FakeHub, model_files
 
@@ -61,7 +62,8 @@ def _resume_after_start(pid: int, model_dir: pathlib.Path, limit: float = 300.0)
 
 WAIT = "Wait for the job (a progress line every model_download_poll_seconds)"
 RESTART = "Restart SGLang once for the new model files"
-REFUSE = "Refuse a model that cannot be verified, or a damaged model that no hub_repo can repair"
+REFUSE = "Refuse a model that cannot be verified, stray files, or a damaged model that no hub_repo can repair"
+CHECK = "Check the model files against their record (one stat per file)"
 
 
 def _profile(model_path, shards, shard_size, **extra):
@@ -85,8 +87,10 @@ def _command(tmp_path, hub, profile, *, verbose=False, check=False, token="", **
         "model_download_poll_seconds": 1,
         "model_download_timeout_seconds": 120,
         "model_download_space_margin_gb": 0,
-        # the restart-pending marker (issue 17) in the test's own directory, never this machine's /var/lib
+        # the restart-pending marker (issue 17) and the model records in the test's own directory, never this
+        # machine's /var/lib
         "model_download_restart_marker": str(tmp_path / "state" / "restart-pending"),
+        "model_download_record_dir": str(tmp_path / "records"),
         **role_vars,
     }
     (tmp_path / "helper").mkdir(exist_ok=True)
@@ -133,8 +137,14 @@ def shard_names(n):
     return ["model-%05d-of-%05d.safetensors" % (k, n) for k in range(1, n + 1)]
 
 
+def record_file(model):
+    """The model's record: outside the model directory, in the test's model_download_record_dir."""
+    records = model.parent.parent / "records"  # tmp_path/models/<name> -> tmp_path/records
+    return records / model_manifest.record_name(str(model))
+
+
 def manifest(model):
-    return json.loads((model / ".gpufleet-manifest.json").read_text())
+    return json.loads(record_file(model).read_text())
 
 
 def status_file(model):
@@ -182,10 +192,10 @@ def pid_alive(pid):
 
 
 def test_download_then_noop_then_truncation_and_deletion_are_repaired(tmp_path):
-    """First run downloads everything (one dropped connection resumed by Range) and writes the manifest with
-    the Hub's sizes and sha256; the rerun is a no-op without any Hub request; a deleted shard and a truncated
-    shard (mtime kept, so huggingface_hub's own metadata still looks fresh) are caught by the size check and
-    fetched again, and only those."""
+    """First run downloads everything (one dropped connection resumed by Range), hashes it and writes the record
+    (outside the model directory) with the Hub's sizes and sha256 and each file's stat; the rerun is a no-op
+    without any Hub request or hashing; a deleted shard and a truncated shard (mtime kept, so huggingface_hub's
+    own metadata still looks fresh) are caught by the stat check and fetched again, and only those."""
     shard = 11 * 1024 * 1024  # > the library's 10 MiB write chunk, so the resume is a Range request
     files = model_files(2, shard)
     cut = shard_names(2)[1]
@@ -208,15 +218,18 @@ def test_download_then_noop_then_truncation_and_deletion_are_repaired(tmp_path):
         marker = (tmp_path / "state" / "restart-pending").read_text().splitlines()
         assert len(marker) == 1 and json.loads(marker[0])["source"] == "model_download"
         data = manifest(model)
-        assert (data["repo"], data["revision"], data["commit"], data["verified"]) == (REPO, "main", hub.commit, "size")
-        assert set(data["files"]) == set(files)
+        assert (data["repo"], data["revision"], data["commit"], data["verified"], data["source"]) == (
+            REPO, "main", hub.commit, "sha256", "hub")
+        assert data["model_path"] == str(model) and set(data["files"]) == set(files)
         for name, content in files.items():
             assert data["files"][name]["size"] == len(content)
-            if name.endswith(".safetensors"):
-                assert data["files"][name]["sha256"] == hashlib.sha256(content).hexdigest()
-            else:
-                assert "sha256" not in data["files"][name]
+            assert data["files"][name]["sha256"] == hashlib.sha256(content).hexdigest()
+            info = (model / name).stat()
+            assert data["files"][name]["stat"] == [info.st_ino, info.st_mtime_ns, info.st_ctime_ns]
+        assert not (model / ".gpufleet-manifest.json").exists()  # nothing the model directory could rewrite
+        assert (model / ".gpufleet" / "recorded").read_text().strip() == str(record_file(model))
         assert res["tasks"][WAIT]["job_result"]["fetched"] == sorted(files)
+        assert res["tasks"][WAIT]["job_result"]["hashed"] == sorted(files)
         assert oct((model / ".gpufleet").stat().st_mode & 0o777) == "0o700"
 
         seen = len(hub.requests)
@@ -224,7 +237,7 @@ def test_download_then_noop_then_truncation_and_deletion_are_repaired(tmp_path):
         assert rc == 0, out
         assert res["stats"]["changed"] == 0, res["stats"]
         assert hub.requests[seen:] == [], "a verified model must not contact the Hub"
-        assert res["tasks"]["Check the model files against the manifest (one stat per file)"]["state"] == "complete"
+        assert res["tasks"][CHECK]["state"] == "complete"
 
         (model / shard_names(2)[0]).unlink()
         before = (model / shard_names(2)[1]).stat()
@@ -234,7 +247,7 @@ def test_download_then_noop_then_truncation_and_deletion_are_repaired(tmp_path):
         seen = len(hub.requests)
         rc, out, res = run_role(tmp_path, hub, _profile(model, 2, shard))
         assert rc == 0, out
-        check = res["tasks"]["Check the model files against the manifest (one stat per file)"]
+        check = res["tasks"][CHECK]
         assert check["state"] == "incomplete"
         assert {p["path"]: p["reason"] for p in check["problems"]} == {shard_names(2)[0]: "missing",
                                                                        shard_names(2)[1]: "size"}
@@ -246,39 +259,100 @@ def test_download_then_noop_then_truncation_and_deletion_are_repaired(tmp_path):
     print("first download %.1fs" % first)
 
 
-def test_same_size_corruption_is_caught_by_sha256_only(tmp_path):
-    """A flipped byte (same size, same mtime) in a shard and in config.json: the size mode cannot see it and
-    says so by changing nothing; the sha256 mode hashes every file (shards against the Hub's sha256,
-    config.json against its git blob id) and fetches exactly those two; a second sha256 run is a no-op."""
+def test_flipped_bytes_are_caught_by_default_and_hashed_alone(tmp_path):
+    """A byte flipped in the middle of a shard and in config.json, sizes and mtimes put back (only the ctime,
+    which nothing but the kernel sets, tells): the default check sees both without reading a byte, the job
+    hashes exactly those two, fetches them again and the next run is changed=0 without hashing. A file only
+    touched (same bytes, new mtime) is hashed alone, passes, and nothing is fetched or restarted. The sha256
+    mode hashes every file; a second sha256 run is a no-op."""
     files = model_files(3, SHARD)
     model = tmp_path / "models" / "tiny"
     with FakeHub(REPO, files) as hub:
         rc, out, _res = run_role(tmp_path, hub, _profile(model, 3, SHARD))
         assert rc == 0, out
-        corrupt_same_size(model / shard_names(3)[1])
+        corrupt_same_size(model / shard_names(3)[1], offset=SHARD // 2)
         corrupt_same_size(model / "config.json", offset=5)
 
         seen = len(hub.requests)
         rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD))
         assert rc == 0, out
-        assert res["stats"]["changed"] == 0 and hub.requests[seen:] == []
-        assert (model / shard_names(3)[1]).read_bytes() != files[shard_names(3)[1]]  # the limit of size mode
-
-        seen = len(hub.requests)
-        rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD), model_download_verify="sha256")
-        assert rc == 0, out
+        assert {p["path"]: p["reason"] for p in res["tasks"][CHECK]["problems"]} == {
+            "config.json": "changed", shard_names(3)[1]: "changed"}
+        assert res["tasks"][WAIT]["job_result"]["hashed"] == sorted(["config.json", shard_names(3)[1]])
         assert body_gets(hub, seen) == sorted(["config.json", shard_names(3)[1]])
         assert res["tasks"][WAIT]["job_result"]["fetched"] == sorted(["config.json", shard_names(3)[1]])
         assert "HANDLER restart sglang ran" in json.dumps(res["tasks"]["restart sglang"])
         for name, data in files.items():
             assert (model / name).read_bytes() == data, name
-        assert manifest(model)["verified"] == "sha256"  # every file passed a full hash (the fetched ones after)
+
+        seen = len(hub.requests)
+        rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD))
+        assert rc == 0 and res["stats"]["changed"] == 0, res["stats"]
+        assert res["tasks"][CHECK]["state"] == "complete" and hub.requests[seen:] == []
+        assert WAIT not in res["tasks"], "no job, no hashing"
+
+        os.utime(model / shard_names(3)[2])  # touched: same bytes
+        rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD))
+        assert rc == 0, out
+        assert res["tasks"][WAIT]["job_result"]["hashed"] == [shard_names(3)[2]]
+        assert res["tasks"][WAIT]["job_result"]["fetched"] == [] and hub.requests[seen:] == []
+        assert res["tasks"][RESTART].get("skipped") is True
+
+        # Bit rot on the disk changes bytes and no stat field: stand in for it by giving the record the stat of
+        # the corrupted file. The stat check cannot see it (its limit); only the sha256 mode can.
+        corrupt_same_size(model / shard_names(3)[0], offset=SHARD // 3)
+        record = manifest(model)
+        info = (model / shard_names(3)[0]).stat()
+        record["files"][shard_names(3)[0]]["stat"] = [info.st_ino, info.st_mtime_ns, info.st_ctime_ns]
+        record_file(model).write_text(json.dumps(record))
+        rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD))
+        assert rc == 0 and res["stats"]["changed"] == 0 and res["tasks"][CHECK]["state"] == "complete"
+        seen = len(hub.requests)
+        rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD), model_download_verify="sha256")
+        assert rc == 0, out
+        assert res["tasks"][WAIT]["job_result"]["hashed"] == sorted(files)
+        assert body_gets(hub, seen) == [shard_names(3)[0]]
+        for name, data in files.items():
+            assert (model / name).read_bytes() == data, name
 
         seen = len(hub.requests)
         rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD), model_download_verify="sha256")
         assert rc == 0 and res["stats"]["changed"] == 0, res["stats"]
-        assert hub.requests[seen:] == [], "hashing against the manifest needs no Hub"
+        assert hub.requests[seen:] == [], "hashing against the record needs no Hub"
         assert res["tasks"][RESTART].get("skipped") is True
+
+
+def test_stray_shard_and_python_file_are_refused_unless_allowed(tmp_path):
+    """After a download, a shard beyond the index and a modeling_*.py added to the directory (files SGLang
+    would load) are refused before anything is fetched, naming both and the variable that allows them; a
+    stray file already there at the first download is refused once the record is written."""
+    files = model_files(2, SHARD)
+    model = tmp_path / "models" / "tiny"
+    with FakeHub(REPO, files) as hub:
+        rc, out, _res = run_role(tmp_path, hub, _profile(model, 2, SHARD))
+        assert rc == 0, out
+        (model / "model-00003-of-00002.safetensors").write_bytes(b"\0" * 64)
+        (model / "modeling_evil.py").write_text("import os\nos.system('id')\n")
+        seen = len(hub.requests)
+        rc, out, res = run_role(tmp_path, hub, _profile(model, 2, SHARD))
+        assert rc != 0
+        msg = res["tasks"][REFUSE]["msg"]
+        assert "model-00003-of-00002.safetensors, modeling_evil.py" in msg, msg
+        assert "model_download_allowed_extra_files" in msg and "Nothing was changed" in msg, msg
+        assert hub.requests[seen:] == []
+
+        rc, out, res = run_role(tmp_path, hub, _profile(model, 2, SHARD),
+                                model_download_allowed_extra_files=["modeling_evil.py", "model-00003-*"])
+        assert rc == 0 and res["stats"]["changed"] == 0, out
+
+    other = tmp_path / "models" / "other"
+    other.mkdir(parents=True)
+    (other / "modeling_evil.py").write_text("import os\n")
+    with FakeHub(REPO, files) as hub:
+        rc, out, res = run_role(tmp_path, hub, _profile(other, 2, SHARD))
+        assert rc != 0
+        msg = res["tasks"]["Refuse stray files next to the files the job recorded"]["msg"]
+        assert "modeling_evil.py" in msg and "model_download_allowed_extra_files" in msg, msg
 
 
 def test_model_copied_by_hand_gets_its_manifest_from_the_hub_listing(tmp_path):
@@ -293,7 +367,7 @@ def test_model_copied_by_hand_gets_its_manifest_from_the_hub_listing(tmp_path):
     with FakeHub(REPO, files) as hub:
         rc, out, res = run_role(tmp_path, hub, _profile(model, 2, SHARD))
         assert rc == 0, out
-        assert res["tasks"]["Check the model files against the manifest (one stat per file)"]["state"] == "no_manifest"
+        assert res["tasks"][CHECK]["state"] == "no_manifest"
         assert body_gets(hub) == [], "intact files must not be fetched again"
         assert res["tasks"][WAIT]["changed"] is True and res["tasks"][WAIT]["job_result"]["manifest_written"]
         assert res["tasks"][RESTART].get("skipped") is True
@@ -316,9 +390,10 @@ def test_model_copied_by_hand_gets_its_manifest_from_the_hub_listing(tmp_path):
 
 
 def test_model_without_hub_repo_is_never_reported_complete(tmp_path):
-    """The seeds' Kimi path: a model copied by hand, no hub_repo. Without a manifest the role warns that it
-    cannot verify it (or fails with model_download_require_verified); with a manifest it checks it and a
-    truncated file fails the run naming the file, since nothing can fetch it."""
+    """The seeds' Kimi path: a model copied by hand, no hub_repo. Never recorded, the role warns that it cannot
+    verify it (or fails with model_download_require_verified); with a record it checks it and a truncated file
+    fails the run naming the file, since nothing can fetch it; a file copied again is hashed against the record;
+    a deleted record is an error with the fixes; model_download_adopt records the files as they are."""
     files = model_files(2, SHARD)
     model = tmp_path / "models" / "kimi"
     model.mkdir(parents=True)
@@ -326,7 +401,7 @@ def test_model_without_hub_repo_is_never_reported_complete(tmp_path):
         (model / name).write_bytes(data)
     rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
     assert rc == 0, out
-    check = res["tasks"]["Check the model files against the manifest (one stat per file)"]
+    check = res["tasks"][CHECK]
     assert check["state"] == "unverifiable"
     warnings = " ".join(check.get("warnings", []))
     assert "cannot be verified" in warnings and "set the profile's hub_repo" in warnings, check
@@ -347,6 +422,26 @@ def test_model_without_hub_repo_is_never_reported_complete(tmp_path):
     msg = json.dumps(res["tasks"][REFUSE])
     assert shard_names(2)[1] in msg and "1000 bytes, want %d" % SHARD in msg and "names no hub_repo" in msg, msg
 
+    # Copied again (right bytes, new stat): hashed against the record, which takes the new stat; no Hub needed.
+    (model / shard_names(2)[1]).write_bytes(files[shard_names(2)[1]])
+    rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
+    assert rc == 0, out
+    assert res["tasks"][WAIT]["job_result"]["hashed"] == [shard_names(2)[1]]
+
+    # The record deleted: an error naming the record and the fixes, never "unverifiable".
+    record_file(model).unlink()
+    rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
+    assert rc != 0
+    msg = res["tasks"][REFUSE]["msg"]
+    assert "its record %s is gone" % record_file(model) in msg and "model_download_adopt=true" in msg, msg
+    assert res["tasks"][CHECK]["state"] == "record_lost"
+    rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None),
+                            model_download_adopt=True)
+    assert rc == 0, out
+    assert manifest(model)["source"] == "adopted" and set(manifest(model)["files"]) == set(files)
+    rc, out, res = run_role(tmp_path, None, _profile(model, None, SHARD, hub_repo=None, expected_size_gb=None))
+    assert rc == 0 and res["stats"]["changed"] == 0, res["stats"]
+
 
 def test_wrong_token_then_hub_error_fail_clearly_and_rerun_resumes(tmp_path):
     """A rejected token and a Hub error fail the run with a clear message; nothing secret is printed;
@@ -360,14 +455,14 @@ def test_wrong_token_then_hub_error_fail_clearly_and_rerun_resumes(tmp_path):
         assert "HTTP 401" in out and "set model_download_hf_token" in out, out[-3000:]
         assert "hf_wrong" not in out
         assert not [r for r in hub.requests if r["file"]]
-        assert not (model / ".gpufleet-manifest.json").exists()
+        assert not record_file(model).exists()
 
         rc, out, res = run_role(tmp_path, hub, _profile(model, 3, SHARD), token=TOKEN, model_download_max_workers=1)
         assert rc != 0
         assert "HTTP 500): " + broken in out, out[-3000:]
         assert (model / shard_names(3)[0]).read_bytes() == files[shard_names(3)[0]]
         assert not (model / broken).exists()
-        assert not (model / ".gpufleet-manifest.json").exists(), "no manifest before every file is verified"
+        assert not record_file(model).exists(), "no manifest before every file is verified"
         missing = {name for name in files if not (model / name).is_file()}
         assert broken in missing and len(missing) < len(files)
         hub.fail_always.clear()

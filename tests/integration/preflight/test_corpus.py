@@ -8,7 +8,7 @@ when the controller pass found problems (it refuses with both passes' problems),
 to connect to (the inventory rule) or the host cannot be reached. The reference profiles must pass both
 passes. Nothing runs after preflight, so a case that wrongly passes changes nothing.
 
-The 223 GB of the accepted Qwen3.5 model are six sparse files with a model_download manifest (a
+The 223 GB of the accepted Qwen3.5 model are six sparse files with a model_download record (a
 stand-in: only their sizes are read).
 """
 
@@ -20,6 +20,7 @@ import sys
 
 import pytest
 import yaml
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import model_manifest
 from support.ansible_harness import run_playbook
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -82,11 +83,19 @@ def _host(case, tmp):
             with open(pathlib.Path(profile["model_path"], name), "wb") as shard:
                 shard.truncate(int(case["sparse_shards"]["gb"] * 1e9))
             files[name] = int(case["sparse_shards"]["gb"] * 1e9)
-        # As model_download's helper writes it after a verified download (plugins/module_utils/model_manifest.py).
-        pathlib.Path(profile["model_path"], ".gpufleet-manifest.json").write_text(json.dumps({
-            "format": 1, "repo": profile["hub_repo"], "revision": profile.get("hub_revision", "main"),
-            "commit": "0" * 40, "verified": "size", "verified_at": "2026-12-01T00:00:00Z",
-            "files": {name: {"size": size} for name, size in files.items()}}))
+        # The record as model_download's helper writes it after a verified download, outside the model directory
+        # (plugins/module_utils/model_manifest.py): sizes and stat of every file (hashes are not read by preflight).
+        for name in os.listdir(profile["model_path"]):
+            files[name] = os.path.getsize(os.path.join(profile["model_path"], name))
+        records = tmp / "records"
+        records.mkdir(exist_ok=True)
+        host["model_download_record_dir"] = str(records)
+        pathlib.Path(model_manifest.record_path(profile["model_path"], str(records))).write_text(json.dumps({
+            "format": model_manifest.FORMAT, "model_path": os.path.normpath(profile["model_path"]),
+            "repo": profile["hub_repo"], "revision": profile.get("hub_revision", "main"), "commit": "0" * 40,
+            "source": "hub", "verified": "sha256", "verified_at": "2026-12-01T00:00:00Z",
+            "files": {name: {"size": size, "sha256": "0" * 64, "stat": model_manifest.fingerprint(
+                os.stat(os.path.join(profile["model_path"], name)))} for name, size in files.items()}}))
     return host
 
 

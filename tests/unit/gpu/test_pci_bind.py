@@ -146,6 +146,45 @@ def test_bind_ebusy_after_silent_probe_restores(tmp_path):
     assert ("bind", GPUS[4], GPUS[4]) in binder.operations
 
 
+def test_fault_that_persists_through_the_restore_is_reported_not_hidden(tmp_path):
+    """One GPU's driver keeps refusing it (probe ignored, bind EIO, every time: the fake kernel's
+    ("always", fault)): the move fails, the restore of that GPU fails the same way and is reported as
+    such, by address; every other device is back where it was."""
+    kernel, binder, _loaded = make(tmp_path)
+    before = kernel.state()
+    kernel.faults[("drivers_probe", GPUS[4])] = ("always", "ignore")
+    kernel.faults[("bind", GPUS[4])] = ("always", errno.EIO)
+    with pytest.raises(BindError) as info:
+        binder.apply(binder.plan(["all"], "vfio-pci"))
+    assert "NOT every device could be restored" in str(info.value)
+    report = {r["address"]: r for r in info.value.devices}
+    assert report[GPUS[4]]["restored"] is False
+    assert "Input/output error" in report[GPUS[4]]["error"]
+    assert [a for a, r in report.items() if not r["restored"]] == [GPUS[4]]
+    after = kernel.state()
+    assert after[GPUS[4]][0] is None  # unbound, and the driver refused it back
+    assert {a: s for a, s in after.items() if a != GPUS[4]} == {a: s for a, s in before.items() if a != GPUS[4]}
+    # The restore wrote to the device again (the fault did not go away after its first use).
+    binds = [e for e in kernel.log if e["op"] == "bind" and e["address"] == GPUS[4]]
+    assert [e["result"] for e in binds] == ["EIO", "EIO"]
+
+
+def test_persistent_fault_from_the_daemon_file(tmp_path):
+    """Daemon mode reads faults.json: a one-shot entry is removed after its use, an "always" entry stays."""
+    kernel, binder, _loaded = make(tmp_path)
+    (tmp_path / "host" / "faults.json").write_text(
+        '{"unbind %s": "always EBUSY", "unbind %s": "EIO"}' % (GPUS[0], GPUS[1]))
+    for _attempt in range(2):
+        with pytest.raises(BindError):
+            binder.apply(binder.plan([GPUS[0]], "vfio-pci", include_iommu_group=False))
+    with pytest.raises(BindError):
+        binder.apply(binder.plan([GPUS[1]], "vfio-pci", include_iommu_group=False))
+    binder.apply(binder.plan([GPUS[1]], "vfio-pci", include_iommu_group=False))
+    assert kernel.state()[GPUS[1]][0] == "vfio-pci" and kernel.state()[GPUS[0]][0] == "nvidia"
+    results = [(e["address"], e["result"]) for e in kernel.log if e["op"] == "unbind"]
+    assert results[:3] == [(GPUS[0], "EBUSY"), (GPUS[0], "EBUSY"), (GPUS[1], "EIO")]
+
+
 def test_silent_probe_then_explicit_bind_succeeds(tmp_path):
     kernel, binder, _loaded = make(tmp_path)
     kernel.faults[("drivers_probe", GPUS[1])] = "ignore"

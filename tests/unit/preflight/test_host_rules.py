@@ -4,10 +4,11 @@ GDN backends (attention, prefill, decode), FP4 GEMM on SM120, context length vs 
 Per-release facts come from the release table (generated from PyPI releases; its extraction is pinned
 to hand-read source lines in tests/integration/service/test_release_table_vs_pypi.py). Disk figures are read
 from a real filesystem (tmp_path) by the module's own read_disk(), which judges what is present with
-model_download's manifest check (plugins/module_utils/model_manifest.py)."""
+model_download's check against the model's record (plugins/module_utils/model_manifest.py)."""
 
 import json
 import os
+import pathlib
 
 import pytest
 
@@ -144,11 +145,22 @@ def test_model_context_length_follows_sglang():
 
 
 # -- free disk for the model before anything changes ------------------------------------------------------
+def _records(model_dir):
+    """The record directory of these tests: outside the model directory, as model_download requires."""
+    return str(model_dir.with_name(model_dir.name + "-records"))
+
+
 def _manifest(model_dir, files, repo="nvidia/Qwen3.5-397B-A17B-NVFP4"):
-    """A manifest as model_download's helper writes it (module_utils/model_manifest.py docstring)."""
-    (model_dir / model_manifest.MANIFEST_NAME).write_text(json.dumps({
-        "format": model_manifest.FORMAT, "repo": repo, "revision": "main", "commit": "0" * 40, "verified": "size",
-        "verified_at": "2026-12-01T00:00:00Z", "files": {name: {"size": size} for name, size in files.items()}}))
+    """A record as model_download's helper writes it (module_utils/model_manifest.py docstring), with the
+    stat of the files present (hashes are not read by the per-run check)."""
+    def stat(name):
+        path = model_dir / name
+        return model_manifest.fingerprint(path.stat()) if path.exists() else [0, 0, 0]
+    os.makedirs(_records(model_dir), exist_ok=True)
+    pathlib.Path(model_manifest.record_path(str(model_dir), _records(model_dir))).write_text(json.dumps({
+        "format": model_manifest.FORMAT, "model_path": str(model_dir), "repo": repo, "revision": "main",
+        "commit": "0" * 40, "source": "hub", "verified": "sha256", "verified_at": "2026-12-01T00:00:00Z",
+        "files": {name: {"size": size, "sha256": "0" * 64, "stat": stat(name)} for name, size in files.items()}}))
 
 
 def test_disk_space_for_the_download(profiles, tmp_path):
@@ -172,7 +184,7 @@ def test_present_bytes_count_as_model_download_counts_them(profiles, tmp_path):
     (tmp_path / "a.safetensors").write_bytes(b"x" * 4096)
     _manifest(tmp_path, {"a.safetensors": 4096, "b.safetensors": 4096})
     profiles[Q].update(model_path=str(tmp_path), expected_size_gb=(free + 4096 * 1.5) / 1e9)
-    disk = sp.read_disk(str(tmp_path), 0, profiles[Q]["hub_repo"])
+    disk = sp.read_disk(str(tmp_path), 0, profiles[Q]["hub_repo"], record_dir=_records(tmp_path))
     assert disk["state"] == "incomplete" and disk["have_bytes"] == 4096
     assert rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space")  # needs free + 2048 bytes
     profiles[Q]["expected_size_gb"] = (free - 8192) / 1e9
@@ -183,13 +195,14 @@ def test_disk_space_skipped_for_a_complete_download(profiles, tmp_path):
     for i in range(2):
         (tmp_path / ("model-%d.safetensors" % i)).write_bytes(b"x" * 1000)
     (tmp_path / "config.json").write_text(json.dumps(QWEN_CONFIG))
-    _manifest(tmp_path, {"model-0.safetensors": 1000, "model-1.safetensors": 1000})
+    _manifest(tmp_path, {"model-0.safetensors": 1000, "model-1.safetensors": 1000, "config.json": len(
+        json.dumps(QWEN_CONFIG))})
     profiles[Q].update(model_path=str(tmp_path), expected_size_gb=10 ** 9)
-    disk = sp.read_disk(str(tmp_path), 10 ** 6, profiles[Q]["hub_repo"])  # a margin no disk has
+    disk = sp.read_disk(str(tmp_path), 10 ** 6, profiles[Q]["hub_repo"], record_dir=_records(tmp_path))  # no disk has that margin
     assert disk["state"] == "complete"
     assert rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space") == []
     (tmp_path / "model-1.safetensors").write_bytes(b"x" * 10)  # truncated: model_download would fetch it again
-    disk = sp.read_disk(str(tmp_path), 10 ** 6, profiles[Q]["hub_repo"])
+    disk = sp.read_disk(str(tmp_path), 10 ** 6, profiles[Q]["hub_repo"], record_dir=_records(tmp_path))
     assert disk["state"] == "incomplete" and rule_errors(run(profiles, Q, host("12.0"), disk=disk), "disk-space")
 
 
