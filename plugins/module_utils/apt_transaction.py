@@ -140,6 +140,43 @@ def driver_version(versions, name_re):
     return best
 
 
+def mixed_stack(stack):
+    """{name: version} of one driver stack -> {version: [names]} when it is not one driver version, else {}.
+
+    Packages whose version is no NVIDIA driver version (a pinning package "595-1ubuntu1", Canonical's precompiled
+    modules "6.8.0-146.146+2") do not count. The packages of the highest branch must share one upstream version.
+    Packages of a lower branch are accepted only as Ubuntu's transitional packages, named for their own branch
+    ("nvidia-dkms-590-open" at 590.48.01 depending on the 595 names), all at one Debian version: a real 590 build
+    left beside the transitional one (".4" beside ".5", the same upstream 590.48.01) is mixed too.
+    """
+    keyed = {name: driver_version_key(version) for name, version in stack.items()}
+    keyed = {name: key for name, key in keyed.items() if key is not None}
+    if not keyed:
+        return {}
+    top_branch = max(keyed.values())[0]
+    top, lower, lower_full, mixed = set(), set(), set(), False
+    for name, key in keyed.items():
+        version = stack[name]
+        if key[0] == top_branch:
+            top.add(upstream(version))
+        else:
+            lower.add(upstream(version))
+            lower_full.add(version.split(":", 1)[-1])
+            mixed = mixed or not re.search(r"-%d(-|$)" % key[0], name)
+    if not (mixed or len(top) > 1 or len(lower_full) > 1):
+        return {}
+    groups = {}
+    for name in sorted(keyed):
+        groups.setdefault(stack[name], []).append(name)
+    return groups
+
+
+def describe_mixed(groups):
+    """{version: [names]} -> 'a, b at 580.159.03-0ubuntu0.24.04.1; c at 580.173.02-0ubuntu0.24.04.1'."""
+    return "; ".join("%s at %s" % (", ".join(names), version)
+                     for version, names in sorted(groups.items(), key=lambda item: driver_version_key(item[0])))
+
+
 def expand_patterns(patterns, names):
     """Names (sorted) matching any fnmatch pattern."""
     return sorted(name for name in names if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns))
@@ -150,7 +187,8 @@ class AptTransaction:
 
     def __init__(self, run, workdir, install, install_first=(), remove=(), preferences=None,
                  driver_version_from=r"^(lib)?nvidia-", offered_pattern=r"^(lib)?nvidia-",
-                 install_recommends=False, preferences_dir="/etc/apt/preferences.d", no_upgrade=False):
+                 install_recommends=False, preferences_dir="/etc/apt/preferences.d", no_upgrade=False,
+                 dpkg_status="/var/lib/dpkg/status"):
         self.run = run
         self.workdir = workdir
         self.install = list(install)
@@ -162,6 +200,7 @@ class AptTransaction:
         self.install_recommends = install_recommends
         self.preferences_dir = preferences_dir
         self.no_upgrade = no_upgrade
+        self.dpkg_status = dpkg_status
         self.prefs = os.path.join(workdir, "preferences.d")
         self.commands = []
         self.main_ops = []
@@ -206,6 +245,19 @@ class AptTransaction:
         argv = ["apt-cache", "depends", "--recurse", "--no-recommends", "--no-suggests", "--no-conflicts",
                 "--no-breaks", "--no-replaces", "--no-enhances"] + sorted(set(names))
         return parse_depends_closure(self._apt(argv)[1])
+
+    def _installed_closure(self, names):
+        """The closure over the INSTALLED versions' relations (dpkg's status file): what the installed stack
+        needs, whatever the repositories now publish (a point release renames nvidia-firmware-<B>-<V>)."""
+        # host_state imports this module: imported here, not at the top.
+        from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
+
+        with open(self.dpkg_status, encoding="utf-8", errors="replace") as handle:
+            packages = hs.parse_dpkg_status_file(handle.read())
+        # Only the requested packages installed under their own name: another stack that merely Provides a
+        # requested name (Canonical's libnvidia-compute-580 provides libnvidia-compute) is not kept by this.
+        roots = [name for name in names if (packages.get(name) or {}).get("state") == "installed"]
+        return hs.dependency_closure(packages, roots) if roots else set()
 
     def offered(self):
         return parse_search(self._apt(["apt-cache", "search", "--names-only", self.offered_pattern])[1])
@@ -287,7 +339,11 @@ class AptTransaction:
         first_ops = self._simulate(first, [])
         first_removed = {op["name"] for op in first_ops if op["op"] == "remove"}
         self._drop_preferences_of(sorted(first_removed))
-        closure = self._closure(self.install_first + self.install)
+        roots = self.install_first + self.install
+        closure = self._closure(roots)
+        installed_closure = self._installed_closure(roots) if self.no_upgrade else set()
+        # Keeping: what the installed packages depend on stays, even where the candidates depend on other names.
+        closure |= installed_closure
         remove = [name for name in expand_patterns(self.remove_patterns, installed)
                   if name not in closure and name not in first_removed]
         main_ops = self._simulate(self.install, remove, no_upgrade=self.no_upgrade)
@@ -311,6 +367,9 @@ class AptTransaction:
             held_changed=sorted({op["name"] for op in first_ops + main_ops} & held),
             held=sorted(set(stack) & held),
             remove_requested=remove,
+            mixed=mixed_stack(stack),
+            # Keeping: every planned operation on a package of the installed stack (a version move or a removal).
+            moved=[op for op in first_ops + main_ops if op["name"] in installed_closure],
         )
         return result
 
@@ -335,11 +394,10 @@ class AptTransaction:
             rc, out, err = self._apt(argv, check=False, read_only=False)
             if rc != 0:
                 raise AptError("the apt transaction failed", out + err)
-        # Read back what is really installed now (with the real preferences).
-        self.preferences = {}
-        self._prepare_preferences()
+        # Read back what is really installed now: the installed versions' closure (the candidates' may name
+        # packages that are not installed, or miss installed ones).
         installed, held = self._installed()
-        closure = self._closure(self.install_first + self.install)
+        closure = self._installed_closure(self.install_first + self.install)
         stack = {name: version for name, version in installed.items()
                  if name in closure and (re.search(self.driver_version_from, name)
                                          or name in self.install or name in self.install_first)}
@@ -347,4 +405,5 @@ class AptTransaction:
         if missing:
             raise AptError("apt finished but %s is not installed" % ", ".join(missing))
         return {"packages": [{"name": name, "version": stack[name]} for name in sorted(stack)],
-                "driver_version": driver_version(stack, self.driver_version_from)}
+                "driver_version": driver_version(stack, self.driver_version_from),
+                "mixed": mixed_stack(stack)}

@@ -138,13 +138,17 @@ def fast_keep(packages, wanted, first, leave, version_from, branch, version, upg
     index_signature / agreed_index_signature (optional): host_state.apt_lists_signature() now and when
     an apt plan last agreed with this keep; they guard the one thing dpkg cannot know (below).
 
-    Returns {keep, reasons, packages, driver_version, holds_missing, holds_extra}. keep is True only
+    Returns {keep, reasons, installed_keep, installed_reasons, mixed, packages, driver_version, holds_missing,
+    holds_extra}. installed_keep: the installed packages are the requested driver, one version (mixed: {} or
+    at.mixed_stack's groups), and nvidia_driver_upgrade is false - the role then changes no driver package,
+    with or without apt. keep is True only
     when all of these hold (plan section "Fast keep without apt"); each failure is a reason:
       - upgrade is false (an upgrade needs the candidates: apt);
       - no package is half-installed (apt would finish configuring it);
       - every install_first and install package is installed;
       - the wanted packages whose version is a driver version are on the branch and the pin, and so is
         the highest driver version of the stack apt_transaction would report;
+      - the installed stack is one driver version (at.mixed_stack);
       - the preference files on disk equal the planned ones (apt resolves with the planned ones);
       - every installed package matching `leave` is in the Depends/Pre-Depends/Provides closure of the
         wanted packages (apt_transaction removes the others: apt_transaction.py plan(), `remove`).
@@ -183,6 +187,12 @@ def fast_keep(packages, wanted, first, leave, version_from, branch, version, upg
     if not missing and not _on_request(driver_version, branch, version):
         reasons.append("the installed stack is driver %s, not branch %s%s" % (
             driver_version or "(none)", branch, (" version %s" % version) if version else ""))
+    mixed = at.mixed_stack(stack)
+    if mixed:
+        reasons.append("the installed driver stack is not one version: %s" % at.describe_mixed(mixed))
+    # Everything above is about the installed packages alone: without these reasons, nvidia_driver_upgrade false keeps
+    # them (packages_apt.yml), whatever the repositories publish. The ones below only decide whether apt is needed.
+    installed_reasons = list(reasons)
 
     for name, content in sorted(planned_preferences.items()):
         on_disk = preferences_on_disk.get(name)
@@ -202,6 +212,9 @@ def fast_keep(packages, wanted, first, leave, version_from, branch, version, upg
     return {
         "keep": not reasons,
         "reasons": reasons,
+        "installed_keep": not installed_reasons,
+        "installed_reasons": installed_reasons,
+        "mixed": mixed,
         "packages": [{"name": name, "version": stack[name]} for name in sorted(stack)],
         "driver_version": driver_version,
         "holds_missing": sorted(set(hold_names) - held) if hold_lock else [],
@@ -294,6 +307,17 @@ def fast_path(keep, record_reasons, upgrade, packages_unknowable):
 
 
 # -- host facts ------------------------------------------------------------------------------------
+def mixed_stack_refusal(hostname, mixed, branch, version):
+    """The refusal of a stack that is already more than one driver version (nvidia_driver_upgrade false)."""
+    target = ("nvidia_driver_version %s" % version) if version else "the newest branch %s build the repositories offer" % branch
+    return ("The NVIDIA driver stack installed on %s is not one driver version: %s. Kept as it is, user space and kernel "
+            "module would not match after the next reboot. Nothing was changed (no package installed, removed or "
+            "held, no file written). Fix: run once with nvidia_driver_upgrade: true - the role then moves the whole stack "
+            "to %s in one apt transaction, or changes nothing - or put every package back to one version yourself "
+            "(apt-get install --allow-change-held-packages NAME=VERSION ...)." % (
+                hostname, at.describe_mixed(mixed), target))
+
+
 def reboot_reasons(gpu_info, installed_version, flavor, options_changed):
     """kernel.yml:4-14, same words."""
     loaded = bool((gpu_info.get("modules_loaded") or {}).get("nvidia"))

@@ -234,6 +234,9 @@ def read_state(params, io):
         repository.append(key_reason)
     other_sources = _duplicate_sources(io, params) if params["repo_url"] else []
     refusals = rules.module_refusals(gpu_info, params["flavor"], params["allow_proprietary"], params["inventory_hostname"])
+    if keep["mixed"] and not params["upgrade"]:
+        refusals.append(rules.mixed_stack_refusal(params["inventory_hostname"], keep["mixed"], params["branch"],
+                                                  params["version"]))
     persistenced = _persistenced_needs(io, params)
     headers = params["headers_package"]
     headers_missing = [headers] if headers and headers not in installed else []

@@ -57,6 +57,9 @@ options:
     description:
       - Keep the O(install) packages that are installed at their installed version (apt-get C(--no-upgrade), what
         C(state=present) does); apt still changes them when something else in the transaction requires it.
+      - The dependency closure that O(remove) spares then also follows the INSTALLED versions' relations (dpkg's status),
+        so a package the installed stack needs is never removed because a newer candidate depends on another name;
+        RV(moved) lists any operation that would still touch the installed stack.
     type: bool
     default: false
   plan_only:
@@ -168,6 +171,21 @@ held_changed:
   returned: success
   type: list
   elements: str
+mixed:
+  description:
+    - When the stack the plan leaves (or, after a real run, the stack read back from dpkg) is not one driver version,
+      its packages grouped by version (C(apt_transaction.mixed_stack)); empty otherwise. A real run that leaves a
+      mixed stack fails, naming what it changed.
+  returned: success
+  type: dict
+  sample: {"580.159.03-0ubuntu0.24.04.1": [nvidia-headless-580-open], "580.173.02-0ubuntu0.24.04.1": [nvidia-dkms-580-open]}
+moved:
+  description:
+    - With O(no_upgrade), the planned operations (install or remove) on packages the installed wanted packages
+      depend on (the closure over the installed versions' relations); a keep plan has none.
+  returned: success
+  type: list
+  elements: dict
 held:
   description: Held packages among RV(packages) (before the transaction; planned state).
   returned: success
@@ -187,6 +205,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.apt_transaction import (
     AptError,
     AptTransaction,
+    describe_mixed,
 )
 
 
@@ -240,7 +259,7 @@ def main():
         result.update(
             changed=bool(changes), install_first=plan["install_first"], installed=plan["installed"],
             removed=plan["removed"], packages=plan["packages"], driver_version=plan["driver_version"],
-            held_changed=plan["held_changed"], held=plan["held"])
+            held_changed=plan["held_changed"], held=plan["held"], mixed=plan["mixed"], moved=plan["moved"])
         if module._diff:
             result["diff"] = {
                 "before": "".join("%s %s\n" % (op["name"], op["previous"] or "(not installed)") for op in changes),
@@ -255,7 +274,12 @@ def main():
         except AptError as exc:
             module.fail_json(msg="%s: %s" % (exc, " ".join(exc.output.split()[-80:])), apt_output=exc.output,
                              commands=transaction.commands, planned=changes)
-        result.update(packages=state["packages"], driver_version=state["driver_version"], commands=transaction.commands)
+        result.update(packages=state["packages"], driver_version=state["driver_version"], commands=transaction.commands,
+                      mixed=state["mixed"])
+        if state["mixed"]:
+            module.fail_json(msg=("The apt transaction ran (%s) but left a driver stack of more than one version: %s. %s" % (
+                "; ".join("%s %s" % (op["op"], op["name"]) for op in changes), describe_mixed(state["mixed"]),
+                params["fix"])).strip(), **result)
         module.exit_json(**result)
 
 

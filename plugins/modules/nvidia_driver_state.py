@@ -371,7 +371,8 @@ refusals:
     - What the role must refuse before any change, in its own words (empty when nothing); the module itself does not fail.
     - A proprietary module on GPUs that need the open one (Blackwell, or the kernel log said so), a proprietary module on
       Turing or newer without O(allow_proprietary), the open module on older GPUs, Secure Boot without a usable MOK
-      (set, present, enrolled), and other apt sources for O(repo_url).
+      (set, present, enrolled), other apt sources for O(repo_url), and with O(upgrade) false an installed stack of more
+      than one driver version (RV(keep.mixed)).
   returned: mode is state
   type: list
   elements: str
@@ -403,6 +404,21 @@ keep:
       description: Each condition that failed.
       type: list
       elements: str
+    installed_keep:
+      description:
+        - The installed packages alone are the requested driver at one version and O(upgrade) is false (no package
+          missing or half-installed, branch and O(version) as asked, not mixed). The role then changes no driver
+          package, whatever the repositories publish; only whether apt must run is still open (RV(keep.keep)).
+      type: bool
+    installed_reasons:
+      description: The conditions of RV(keep.installed_keep) that failed.
+      type: list
+      elements: str
+    mixed:
+      description:
+        - The installed stack grouped by version when it is more than one driver version, else empty. With O(upgrade)
+          false it is refused (RV(refusals)) before any change.
+      type: dict
     packages:
       description: The installed driver stack, as apt_transaction reports it.
       type: list

@@ -11,7 +11,7 @@ against the result: signature checks through signed-by, Conflicts/Replaces, pins
 Standard library + dpkg-deb + gpg (present in the Debian/Ubuntu base images). The data file may be the YAML
 (needs PyYAML, on the controller) or its JSON dump (what serve.yml copies into a container).
 
-usage: python3 build_repo.py --data indexes.json --repo nvidia-ubuntu2404 --out DIR [--omit PACKAGE ...]
+usage: python3 build_repo.py --data indexes.json --repo nvidia-ubuntu2404 --out DIR [--omit PACKAGE ...] [--key-home DIR]
   --repo auto: nvidia-<ID><VERSION_ID> from /etc/os-release (e.g. nvidia-debian12).
 Writes DIR/... (flat: *.deb, Packages, Release, InRelease; dists: pool/, dists/<suite>/...), DIR/key.asc,
 DIR/fingerprint and DIR/index.json (every stanza, for the tests).
@@ -224,10 +224,15 @@ def write_release(directory, fields, files):
 
 
 def make_key(gnupg_home, uid):
+    """A throw-away signing key in gnupg_home: the one already there (--key-home, a repository published again
+    with the key its users trust), else a new one."""
     env = dict(os.environ, GNUPGHOME=str(gnupg_home))
     gnupg_home.mkdir(mode=0o700, parents=True, exist_ok=True)
     gpg = ["gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", ""]
-    subprocess.run(gpg + ["--quick-gen-key", uid, "ed25519", "sign", "never"], check=True, env=env)
+    present = subprocess.run(["gpg", "--batch", "--with-colons", "--list-secret-keys"], env=env, capture_output=True,
+                             text=True, check=False).stdout
+    if "\nfpr:" not in "\n" + present:
+        subprocess.run(gpg + ["--quick-gen-key", uid, "ed25519", "sign", "never"], check=True, env=env)
     listing = subprocess.run(["gpg", "--batch", "--with-colons", "--list-keys"], check=True, env=env,
                              capture_output=True, text=True).stdout
     fingerprint = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
@@ -250,7 +255,7 @@ def auto_repo():
     return "nvidia-%s%s" % (release["ID"].strip('"'), release.get("VERSION_ID", "").strip('"').replace(".", ""))
 
 
-def build(data, repo, out, omit=()):
+def build(data, repo, out, omit=(), key_home=None):
     spec = data["repos"][repo]
     arch = subprocess.run(["dpkg", "--print-architecture"], check=True, capture_output=True, text=True).stdout.strip()
     packages = [p for p in stanzas(data, repo) if p["name"] not in omit]
@@ -258,8 +263,8 @@ def build(data, repo, out, omit=()):
         shutil.rmtree(out)
     out.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as gnupg_home:
-        env, gpg, fingerprint, key = make_key(pathlib.Path(gnupg_home) / "gnupg",
-                                              "gpufleet stand-in %s <tests@gpufleet.invalid>" % repo)
+        home = pathlib.Path(key_home) if key_home else pathlib.Path(gnupg_home) / "gnupg"
+        env, gpg, fingerprint, key = make_key(home, "gpufleet stand-in %s <tests@gpufleet.invalid>" % repo)
         if spec["layout"] == "flat":
             entries = []
             for package in packages:
@@ -298,9 +303,11 @@ def main():
     parser.add_argument("--repo", required=True, help="a key of repos in the data, or auto (nvidia-<os><version>)")
     parser.add_argument("--out", required=True, type=pathlib.Path)
     parser.add_argument("--omit", action="append", default=[], help="leave this package out (refusal tests)")
+    parser.add_argument("--key-home", help="GnuPG home whose key signs (made there if absent): a later state of a "
+                                           "repository signed with the key of the earlier one")
     args = parser.parse_args()
     repo = auto_repo() if args.repo == "auto" else args.repo
-    count, fingerprint = build(load_data(args.data), repo, args.out, args.omit)
+    count, fingerprint = build(load_data(args.data), repo, args.out, args.omit, args.key_home)
     print("%s: %s, %d packages%s, key %s" % (args.out, repo, count,
                                              (" (omitted %s)" % ", ".join(args.omit)) if args.omit else "", fingerprint))
 

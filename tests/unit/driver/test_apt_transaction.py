@@ -81,3 +81,49 @@ def test_expand_patterns_is_fnmatch_on_installed_names():
     names = ["nvidia-dkms-580-open", "nvidia-driver-pinning-590", "nvidia-container-toolkit", "libnvidia-compute-580"]
     assert at.expand_patterns(["*nvidia*-580", "*nvidia*-580-open", "nvidia-driver-pinning-*"], names) == [
         "libnvidia-compute-580", "nvidia-dkms-580-open", "nvidia-driver-pinning-590"]
+
+
+# -- mixed_stack (issue 33): versions from the mirrored indexes (tests/support/apt_repos/indexes.yml) -------------
+@pytest.mark.parametrize(("stack", "mixed"), [
+    # One Canonical build, the pinning package and a precompiled module package do not count as versions.
+    ({"nvidia-dkms-580-open": "580.159.03-0ubuntu0.24.04.1", "nvidia-firmware-580-580.159.03": "580.159.03-0ubuntu0.24.04.1",
+      "linux-modules-nvidia-580-open-generic": "6.8.0-146.146+2"}, False),
+    ({"nvidia-dkms-open": "595.71.05-1ubuntu1", "nvidia-driver-pinning-595": "595-1ubuntu1"}, False),
+    # A point release half applied.
+    ({"nvidia-headless-580-open": "580.159.03-0ubuntu0.24.04.1", "nvidia-dkms-580-open": "580.173.02-0ubuntu0.24.04.1"}, True),
+    # Ubuntu's transitional 590 names with the 595 packages they depend on: one driver (595.84).
+    ({"nvidia-utils-590": "590.48.01-0ubuntu0.24.04.5", "nvidia-utils-595": "595.84-0ubuntu0.24.04.1"}, False),
+    # The real 590 (.4) beside a transitional one (.5) and 595: mixed, although both say 590.48.01.
+    ({"nvidia-dkms-590-open": "590.48.01-0ubuntu0.24.04.4", "nvidia-utils-590": "590.48.01-0ubuntu0.24.04.5",
+      "nvidia-utils-595": "595.84-0ubuntu0.24.04.1"}, True),
+    # Unsuffixed names of two branches (NVIDIA's repository): mixed.
+    ({"nvidia-dkms-open": "590.48.01-1ubuntu1", "libnvidia-compute": "595.71.05-1ubuntu1"}, True),
+])
+def test_mixed_stack(stack, mixed):
+    groups = at.mixed_stack(stack)
+    assert bool(groups) is mixed
+    if mixed:
+        assert sorted(name for names in groups.values() for name in names) == sorted(
+            name for name, version in stack.items() if at.driver_version_key(version))
+        assert at.describe_mixed(groups).count(" at ") == len(groups)
+
+
+def test_the_keep_closure_follows_the_installed_versions(tmp_path):
+    """The 580.159.03 host of the mirrored archive (indexes.yml [U], dpkg status built by dpkg_fixtures from it): its
+    installed nvidia-kernel-common-580 needs nvidia-firmware-580-580.159.03, whatever 580.173.02 depends on; a stack
+    that only Provides a requested name (libnvidia-compute-580 provides libnvidia-compute) is no root."""
+    import sys
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    import dpkg_fixtures as fx
+
+    version = "580.159.03-0ubuntu0.24.04.1"
+    names = ["nvidia-headless-580-open", "nvidia-headless-no-dkms-580-open", "nvidia-dkms-580-open", "nvidia-kernel-common-580",
+             "nvidia-kernel-source-580-open", "libnvidia-compute-580", "nvidia-compute-utils-580", "libnvidia-cfg1-580",
+             "nvidia-utils-580", "nvidia-firmware-580-580.159.03"]
+    status = tmp_path / "status"
+    status.write_text(fx.status_text("ubuntu-noble", [(name, version) for name in names]))
+    keep = at.AptTransaction(None, str(tmp_path), ["nvidia-headless-580-open", "nvidia-utils-580"], dpkg_status=str(status))
+    assert set(names) <= keep._installed_closure(keep.install)
+    other = at.AptTransaction(None, str(tmp_path), ["libnvidia-compute", "nvidia-dkms-open"], dpkg_status=str(status))
+    assert other._installed_closure(other.install) == set()

@@ -383,3 +383,59 @@ def test_the_record_is_stored_only_when_dpkg_reproduces_what_apt_left():
 ])
 def test_the_fast_path_needs_every_condition(keep, record_reasons, upgrade, unknowable, fast):
     assert rules.fast_path({"keep": keep}, record_reasons, upgrade, unknowable) is fast
+
+
+# -- issue 33: keep decided from what is installed; a mixed stack is refused -------------------------------------
+# The installed sets below are the two recorded builds of the mirrored archive (indexes.yml: [U] 580.159.03 and
+# 580.173.02, [C] the last real 590, 590.48.01-0ubuntu0.24.04.4) and the mixed state that `apt-get install
+# --ignore-hold nvidia-dkms-580-open` leaves on the 580.159.03 host once 580.173.02 is published (observed in
+# tests/integration/driver/test_driver_keep.py's container, real apt): every package at 580.173.02 except
+# nvidia-headless-580-open and the old firmware package.
+UBUNTU_580_OLD_V = "580.159.03-0ubuntu0.24.04.1"
+UBUNTU_580_NAMES = ("nvidia-headless-580-open", "nvidia-headless-no-dkms-580-open", "nvidia-dkms-580-open",
+                    "nvidia-kernel-common-580", "nvidia-kernel-source-580-open", "libnvidia-compute-580",
+                    "nvidia-compute-utils-580", "libnvidia-cfg1-580", "nvidia-utils-580")
+UBUNTU_580_OLD = [(name, UBUNTU_580_OLD_V) for name in UBUNTU_580_NAMES] + [("nvidia-firmware-580-580.159.03", UBUNTU_580_OLD_V)]
+UBUNTU_580_MIXED = ([("nvidia-headless-580-open", UBUNTU_580_OLD_V), ("nvidia-firmware-580-580.159.03", UBUNTU_580_OLD_V)]
+                    + [(name, UBUNTU_580_V) for name in UBUNTU_580_NAMES[1:]]
+                    + [("nvidia-firmware-580-580.173.02", UBUNTU_580_V)])
+UBUNTU_590_REAL_V = "590.48.01-0ubuntu0.24.04.4"
+UBUNTU_590_REAL = [(name.replace("580", "590"), UBUNTU_590_REAL_V) for name in UBUNTU_580_NAMES] + [
+    ("nvidia-firmware-590-590.48.01", UBUNTU_590_REAL_V)]
+
+
+def test_an_older_build_of_the_branch_is_kept_from_what_is_installed():
+    # apt's candidates (580.173.02) play no part: every condition is about dpkg's packages.
+    result = decide("ubuntu-noble", UBUNTU_580_OLD, "ubuntu", "ubuntu2404", "580", held={n for n, _v in UBUNTU_580_OLD})
+    assert result["installed_keep"] is True and result["installed_reasons"] == [] and result["mixed"] == {}
+    assert result["driver_version"] == "580.159.03"
+    assert "nvidia-firmware-580-580.159.03" in [p["name"] for p in result["packages"]]
+
+
+def test_the_seeds_real_590_is_kept_as_590():
+    result = decide("ubuntu-noble-before-2026-03", UBUNTU_590_REAL, "ubuntu", "ubuntu2404", "590")
+    assert result["installed_keep"] is True and result["driver_version"] == "590.48.01"
+
+
+def test_a_version_pin_keeps_only_that_version():
+    result = decide("ubuntu-noble", UBUNTU_580_OLD, "ubuntu", "ubuntu2404", "580", version="580.173.02")
+    assert result["installed_keep"] is False
+    assert any("not on branch 580 version 580.173.02" in reason for reason in result["installed_reasons"])
+
+
+def test_a_mixed_stack_is_no_keep_and_named_package_by_package():
+    result = decide("ubuntu-noble", UBUNTU_580_MIXED, "ubuntu", "ubuntu2404", "580")
+    assert result["installed_keep"] is False and result["keep"] is False
+    # The old firmware package is no longer needed by the installed kernel-common (580.173.02): not in the stack.
+    assert result["mixed"] == {UBUNTU_580_OLD_V: ["nvidia-headless-580-open"],
+                               UBUNTU_580_V: sorted(UBUNTU_580_NAMES[1:] + ("nvidia-firmware-580-580.173.02",))}
+    message = rules.mixed_stack_refusal("gpu-1", result["mixed"], "580", "")
+    assert "gpu-1" in message and "nvidia-headless-580-open at " + UBUNTU_580_OLD_V in message
+    assert "nvidia-dkms-580-open" in message and UBUNTU_580_V in message
+    assert "Nothing was changed" in message and "nvidia_driver_upgrade: true" in message
+
+
+def test_the_transitional_590_stack_is_one_driver_but_not_590():
+    # The -590 transitional names at 590.48.01 with the 595.84 packages they depend on: one driver (595.84).
+    result = decide("ubuntu-noble", UBUNTU_590, "ubuntu", "ubuntu2404", "590")
+    assert result["mixed"] == {} and result["installed_keep"] is False
