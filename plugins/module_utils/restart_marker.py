@@ -9,9 +9,10 @@ task failed, the connection dropped, Ctrl-C) used to be forgotten, and the next,
 changed nothing and restarted nothing, so the server kept serving the old code (issue 17). The
 marker is a file on the host, written by the very step that changes something the server uses
 (the module that patches, writes the unit, stores a credential or runs pip), before that change
-lands. It is removed only by the server's own start (`ExecStartPre=+-/bin/rm -f <marker>` in the
-unit), which is exactly the event that picks the change up, whoever triggers it (the role, a
-reboot, systemd's Restart=, an operator).
+lands. It is removed only by the server's own start of its unit as it is on disk (an
+`ExecStartPre=+-` in the unit that removes it when systemd reports NeedDaemonReload=no), which is
+exactly the event that picks the change up, whoever triggers it (the role, a reboot, systemd's
+Restart=, an operator); a start of an older loaded unit leaves it.
 
 Format: one JSON object per line, {"at": ISO time, "source": who, "reason": what changed}; lines are
 appended with O_APPEND, so concurrent writers (the model download job and a module) never lose

@@ -118,6 +118,8 @@ FP4_GEMM_BAD_ON_SM120 = {
 }
 HICACHE_RESERVE_GB = 10  # SGLang holds ~10 GB host RAM back when sizing the host pool (hicache memory check)
 LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
+# gpufleet-launch's MIN_SECRET (roles/sglang_service/files/gpufleet-launch): shorter secrets cannot be redacted.
+MIN_SECRET_LENGTH = 8
 # Flags whose value is a secret (matched on the argparse dest): --api-key, --admin-api-key, --ssl-keyfile-password.
 SECRET_DEST_RE = re.compile(r"(^|_)(api_key|password|passwd|secret|token)$")
 SECRET_FLAGS = ("--api-key", "--admin-api-key", "--ssl-keyfile-password")
@@ -701,6 +703,88 @@ def check_paths(rule, ctx):
     return out
 
 
+# Operator settings that land in the unit as paths (ExecStart=, ExecStartPre=, ReadWritePaths=, LoadCredential=,
+# EnvironmentFile=, WorkingDirectory=, Documentation=): systemd expands '%' specifiers and '$' variables in them
+# and splits them at whitespace, and the unit writes most of them unquoted, so they are refused rather than escaped.
+UNIT_PATH_SETTINGS = ("sglang_service_python", "sglang_build_python", "sglang_service_working_dir",
+                      "sglang_service_env_file", "sglang_service_env_dir", "sglang_service_state_dir",
+                      "sglang_service_unit_dir", "sglang_service_restart_marker", "sglang_service_launcher",
+                      "sglang_service_credential_dir", "sglang_service_nvidia_modprobe",
+                      "sglang_service_read_write_paths")
+# Relative names (StateDirectory=, CacheDirectory=) and names (User=, Group=, After=, ...): the same characters.
+UNIT_NAME_SETTINGS = ("sglang_service_state_directory", "sglang_service_cache_directory", "sglang_service_user",
+                      "sglang_service_group", "sglang_service_supplementary_groups", "sglang_service_after",
+                      "sglang_service_wants")
+# Settings that may be empty (then not written into the unit).
+UNIT_OPTIONAL_SETTINGS = ("sglang_service_restart_marker", "sglang_service_nvidia_modprobe", "sglang_build_python")
+UNIT_UNSAFE_RE = re.compile(r"""[%$\\"'\s]""")
+
+UNIT_UNSAFE_NAMES = (("%", "'%' (a systemd specifier, e.g. %h)"), ("$", "'$' (a variable systemd expands, e.g. $HOME)"),
+                     ("\\", "a backslash"), ('"', "a double quote"), ("'", "a single quote"))
+
+
+def _unit_word_problem(text):
+    """Why TEXT cannot be written into the unit as one literal word ('' when it can)."""
+    bad = [name for char, name in UNIT_UNSAFE_NAMES if char in text]
+    if any(char.isspace() for char in text):
+        bad.append("whitespace")
+    return "holds " + ", ".join(bad) if bad else ""
+
+
+def check_unit_settings(rule, ctx):
+    """Paths and names the operator sets that are written into the systemd unit: literal, absolute, no '..'."""
+    out = []
+    for name, value in sorted(ctx.unit_settings.items()):
+        if name not in UNIT_PATH_SETTINGS and name not in UNIT_NAME_SETTINGS:
+            continue
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for index, item in enumerate(values):
+            variable = "%s[%d]" % (name, index) if isinstance(value, (list, tuple)) else name
+            text = "" if item is None else str(item)
+            if not text:
+                if name not in UNIT_OPTIONAL_SETTINGS and not isinstance(value, (list, tuple)):
+                    out.append(problem(rule, ERROR, variable, text, "is empty: the unit needs it",
+                                       "set it, or leave it out to get the role's default"))
+                continue
+            word = text[1:] if name == "sglang_service_read_write_paths" and text.startswith("-") else text
+            reason = _unit_word_problem(word)
+            if name in UNIT_PATH_SETTINGS:
+                parts = word.split("/")
+                if not word.startswith("/"):
+                    reason = reason or "is not an absolute path"
+                elif "." in parts or ".." in parts or "//" in word:
+                    reason = reason or "has a '.' or '..' segment or '//': which file it names depends on the host"
+                fix = ("write the absolute path without '%%', '$', quotes, backslashes, whitespace, '.' or '..' "
+                       "segments (systemd would expand or split it in the unit), e.g. %s"
+                       % os.path.normpath("/" + UNIT_UNSAFE_RE.sub("", word).lstrip("/")))
+            else:
+                if name in ("sglang_service_state_directory", "sglang_service_cache_directory"):
+                    if word.startswith("/") or ".." in word.split("/"):
+                        reason = reason or "must be a name under /var/lib or /var/cache (relative, no '..')"
+                fix = "use a plain name without '%', '$', quotes, backslashes or whitespace"
+            if reason:
+                out.append(problem(rule, ERROR, variable, text, reason + ": it is written into the systemd unit, "
+                                   "which would expand or split it (nothing was changed)", fix))
+    return out
+
+
+def check_secret_length(rule, ctx):
+    """gpufleet-launch redacts secrets from the server's output only from this length on (MIN_SECRET there)."""
+    out = []
+    secrets = dict(ctx.secrets)
+    for name, value in (ctx.secret_env or {}).items():
+        secrets["sglang_service_secret_env['%s']" % name] = value
+    for name, value in sorted(secrets.items()):
+        text = "" if value is None else str(value)
+        if 0 < len(text) < MIN_SECRET_LENGTH:
+            out.append(problem(rule, ERROR, name, "(secret, not shown)",
+                               "is shorter than %d characters: gpufleet-launch could not tell it from ordinary log "
+                               "text, so it would not be redacted from the server's journal (and refuses to start)"
+                               % MIN_SECRET_LENGTH,
+                               "use a longer secret (e.g. `openssl rand -hex 24`)"))
+    return out
+
+
 def _secret_flag(ctx, occurrence):
     if occurrence["option"] in SECRET_FLAGS:
         return True
@@ -1254,6 +1338,13 @@ RULES = (
     {"id": "secrets", "fn": check_secrets,
      "checks": "no secret flag (--api-key, ...) in extra_args, no token-like env names, no hf_ tokens in plain inventory",
      "source": "the unit is 0644 and the deployment record is fetched to the controller (sglang_service)"},
+    {"id": "unit-settings", "fn": check_unit_settings,
+     "checks": "paths and names written into the unit: absolute, literal (no %, $, quotes, backslash, whitespace), "
+               "no '.'/'..'",
+     "source": "systemd.unit(5) specifiers, systemd.service(5) command lines (variables, quoting); issue 34"},
+    {"id": "secret-length", "fn": check_secret_length,
+     "checks": "API key, HF token and secret environment values are empty or >= 8 characters",
+     "source": "gpufleet-launch redacts secrets of 8+ characters in every encoding (issue 34)"},
     {"id": "flag-source", "fn": check_flag_source, "checks": "the installed SGLang's flag definitions are readable",
      "source": "sglang/srt/server_args.py (<= 0.5.13), sglang/srt/arg_groups (>= 0.5.12)"},
     {"id": "flag-drift", "fn": check_flag_drift, "needs_argv": True,

@@ -12,6 +12,7 @@ command exists. Also shown: systemd-analyze rejects a unit whose ExecStart the r
 refused, and the role refuses such a profile before writing any file."""
 
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -100,13 +101,34 @@ def test_every_accepted_profile_renders_a_unit_systemd_accepts(tmp_path, trees):
                 hosts[host] = _host(tmp_path, host, profiles, name, sglang_service_sglang_dir=tree)
                 expected[host] = (name, version)
     assert len({name for name, _v in expected.values()}) >= 2
+    # Issue 34: the InfiniBand switch on one of them (multi-node NCCL over IB/RoCE).
+    ib_host = sorted(expected)[-1]
+    hosts[ib_host]["sglang_service_infiniband"] = True
     proc, result = _play(tmp_path, hosts)
     assert proc.rc == 0, _failures(result) or proc.stdout[-6000:] + proc.stderr[-3000:]
     for host, (name, version) in expected.items():
         unit = tmp_path / host / "units" / ("sglang-%s.service" % name)
-        verify = _verify(unit)
-        assert verify.returncode == 0 and not verify.stderr.strip(), (host, verify.stderr, unit.read_text())
+        devices = unit.parent / "gpufleet-nvidia-devices.service"
+        for path in (unit, devices):
+            verify = _verify(path)
+            assert verify.returncode == 0 and not verify.stderr.strip(), (host, verify.stderr, path.read_text())
         text = unit.read_text()
+        # Issue 34: the exposure score of the sandbox (offline: the unit need not be loaded) stays at 2.1 or below.
+        security = subprocess.run([_systemd_analyze(), "security", "--offline=yes", "--no-pager", str(unit)],
+                                  capture_output=True, text=True, check=False)
+        score = re.search(r"Overall exposure level for \S+: ([0-9.]+)", security.stdout)
+        assert score and float(score.group(1)) <= 2.1, (host, security.stdout[-3000:], security.stderr)
+        # The modules are loaded and the nodes made by the device unit, outside the server's device cgroup,
+        # before each start; the restart marker is cleared only by a start of the unit as it is on disk.
+        assert "Wants=network-online.target gpufleet-nvidia-devices.service" in text
+        assert "nvidia-modprobe" not in text and "nvidia-modprobe --unified-memory" in devices.read_text()
+        [marker] = [line for line in text.splitlines() if line.startswith("ExecStartPre=")]
+        assert "NeedDaemonReload" in marker and marker.endswith(
+            "' %s %%n gpufleet-nvidia-devices.service" % (tmp_path / host / "state" / "restart-pending"))
+        ib_lines = ["DeviceAllow=char-infiniband_verbs rw", "DeviceAllow=char-infiniband_mad rw",
+                    "DeviceAllow=/dev/infiniband/rdma_cm rw"]
+        assert all((line in text) == (host == ib_host) for line in ib_lines), host
+        assert ("modprobe -a ib_uverbs" in devices.read_text()) == (host == ib_host)
         assert "against SGLang %s" % version in text
         exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")]
         # The key is no word of ExecStart: the launcher appends it inside the process from the credential.
@@ -139,7 +161,15 @@ def test_a_profile_with_a_line_break_writes_nothing(tmp_path, trees):
     profiles["qwen3.5-397b-nvfp4"]["served_model_name"] = "qwen3.5-397b\n"
     hosts = {"broken": _host(tmp_path, "broken", profiles, "qwen3.5-397b-nvfp4",
                              sglang_service_sglang_dir=trees["0.5.23"])}
+    # Issue 34: operator settings systemd would expand in the unit (a clean profile otherwise).
+    clean = yaml.safe_load(MODEL_FILES[0].read_text())["llm_server_models"]
+    hosts["expands"] = _host(tmp_path, "expands", clean, "qwen3.5-397b-nvfp4", sglang_service_sglang_dir=trees["0.5.23"],
+                             sglang_service_restart_marker="/var/lib/%h/restart-pending",
+                             sglang_service_read_write_paths=["/srv/../etc"])
     proc, result = _play(tmp_path, hosts)
     assert proc.rc != 0
     assert "[control-characters] llm_server_models['qwen3.5-397b-nvfp4'].served_model_name" in proc.stdout
-    assert not (tmp_path / "broken" / "units").exists() and not (tmp_path / "broken" / "env").exists()
+    assert "[unit-settings] sglang_service_restart_marker" in proc.stdout and "/var/lib/%h/restart-pending" in proc.stdout
+    assert "[unit-settings] sglang_service_read_write_paths[0]" in proc.stdout
+    for host in ("broken", "expands"):
+        assert not (tmp_path / host / "units").exists() and not (tmp_path / host / "env").exists()

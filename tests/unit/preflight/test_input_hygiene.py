@@ -4,6 +4,7 @@ and secrets in plain inventory: refused with the variable, the value, the reason
 Facts injected: 8 x SM120, 512 GiB; flags from the 0.5.23 entry of the release table."""
 
 import pytest
+from support.adversarial_secrets import ADVERSARIAL
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_preflight as sp
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.sglang_preflight_render import (
@@ -177,3 +178,76 @@ def test_secret_in_extra_env_and_hf_token_value_anywhere(profiles, sm120_host):
     found = {p["variable"] for p in rule_errors(result, "secrets")}
     assert found == {"sglang_service_extra_env['OPENAI_API_KEY']", "llm_server_models['%s'].notes.hub_repo" % Q}
     assert all("hf_abc" not in sp.format_problem(p) for p in result["errors"])
+
+
+# -- issue 34: operator settings written into the unit, and secrets the launcher can protect -------------
+UNIT_DEFAULTS = {
+    "sglang_service_python": "/opt/sglang/venv/bin/python", "sglang_service_restart_marker": "/var/lib/gpufleet/sglang/restart-pending",
+    "sglang_service_read_write_paths": ["/var/lib/gpufleet-test", "-/srv/optional"], "sglang_service_launcher":
+    "/usr/local/libexec/gpufleet/gpufleet-launch", "sglang_service_credential_dir": "/etc/gpufleet/sglang/credentials",
+    "sglang_service_nvidia_modprobe": "/usr/bin/nvidia-modprobe", "sglang_service_working_dir": "/var/lib/sglang",
+    "sglang_service_env_file": "/etc/gpufleet/sglang/x.env", "sglang_service_state_dir": "/var/lib/gpufleet/sglang",
+    "sglang_service_state_directory": "sglang", "sglang_service_cache_directory": "sglang",
+    "sglang_service_user": "sglang", "sglang_service_group": "sglang", "sglang_service_supplementary_groups": ["video"],
+    "sglang_service_after": ["network-online.target", "nvidia-persistenced.service"],
+    "sglang_service_unit_extra": ["Environment=A=%h"],  # free-form lines: the operator's own systemd syntax
+}
+
+
+def test_default_unit_settings_pass(profiles, sm120_host):
+    assert rule_errors(run(profiles, Q, sm120_host, unit_settings=UNIT_DEFAULTS), "unit-settings") == []
+
+
+# The values issue 34 found reaching the unit (python, marker, read-write paths), and the other paths.
+@pytest.mark.parametrize("name,value,reason", [
+    ("sglang_service_python", "/usr/bin/python3 -c import os%h$HOME", "'%'"),
+    ("sglang_service_python", "python3", "not an absolute path"),
+    ("sglang_service_restart_marker", "/var/lib/%h/marker", "'%'"),
+    ("sglang_service_restart_marker", "/var/lib/$HOME/marker", "'$'"),
+    ("sglang_service_restart_marker", "/var/lib/gpufleet/../..;x", "'..'"),
+    ("sglang_service_read_write_paths", ["/srv/ok", "/srv/%n"], "'%'"),
+    ("sglang_service_read_write_paths", ["/srv/../etc"], "'..'"),
+    ("sglang_service_read_write_paths", ["/srv/with space"], "whitespace"),
+    ("sglang_service_launcher", '/usr/local/"x', "double quote"),
+    ("sglang_service_credential_dir", "/etc/gpufleet/./credentials", "'.'"),
+    ("sglang_service_nvidia_modprobe", "/usr/bin/nvidia-modprobe\\x20", "backslash"),
+    ("sglang_service_env_file", "/etc/gpufleet/x'.env", "single quote"),
+    ("sglang_service_working_dir", "/var//lib/sglang", "'//'"),
+    ("sglang_service_state_directory", "../etc", "relative, no '..'"),
+    ("sglang_service_user", "sg%ilang", "'%'"),
+    ("sglang_service_after", ["a.service", "$X.service"], "'$'"),
+])
+def test_unit_settings_refused_with_variable_value_and_fix(profiles, sm120_host, name, value, reason):
+    [p] = rule_errors(run(profiles, Q, sm120_host, unit_settings={name: value}), "unit-settings")
+    index = next((i for i, v in enumerate(value) if v not in ("/srv/ok", "a.service")), 0) if isinstance(value, list) else None
+    assert p["variable"] == (name if index is None else "%s[%d]" % (name, index))
+    assert p["value"] == (value if index is None else value[index])
+    assert reason in p["reason"] and "nothing was changed" in p["reason"]
+    assert p["fix"]
+    if name != "sglang_service_state_directory" and name != "sglang_service_user" and name != "sglang_service_after":
+        assert "absolute path" in p["fix"] and "%" not in p["fix"].split("e.g. ")[1]
+
+
+def test_empty_optional_unit_settings_pass_required_refused(profiles, sm120_host):
+    result = run(profiles, Q, sm120_host, unit_settings={
+        "sglang_service_restart_marker": "", "sglang_service_nvidia_modprobe": "", "sglang_service_python": ""})
+    assert [p["variable"] for p in rule_errors(result, "unit-settings")] == ["sglang_service_python"]
+
+
+# The eleven adversarial secrets (tests/support/adversarial_secrets.py): gpufleet-launch redacts them
+# in every encoding, so preflight accepts them; a shorter one it cannot protect is refused (not shown).
+@pytest.mark.parametrize("secret", ADVERSARIAL)
+def test_adversarial_secrets_accepted(profiles, sm120_host, secret):
+    result = run(profiles, Q, sm120_host, secrets={"llm_server_api_key": secret},
+                 secret_env={"WANDB_API_KEY": secret})
+    assert result["errors"] == []
+
+
+def test_short_secret_refused_without_showing_it(profiles, sm120_host):
+    result = run(profiles, Q, sm120_host, secrets={"llm_server_api_key": "k3y", "llm_server_hf_token": ""},
+                 secret_env={"WANDB_API_KEY": "1234567"})
+    found = {p["variable"]: p for p in rule_errors(result, "secret-length")}
+    assert set(found) == {"llm_server_api_key", "sglang_service_secret_env['WANDB_API_KEY']"}
+    for p in found.values():
+        assert p["value"] == "(secret, not shown)" and "k3y" not in sp.format_problem(p)
+        assert "8 characters" in p["reason"] and "openssl rand" in p["fix"]
