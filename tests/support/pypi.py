@@ -21,32 +21,43 @@ CACHE = pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".ca
 
 
 def download(name: str, version: str, *, prefer: str = "sdist") -> pathlib.Path:
-    """Return the path of NAME==VERSION's sdist (prefer="sdist", when one exists) or wheel."""
+    """Return the path of NAME==VERSION's sdist (prefer="sdist", when one exists) or wheel.
+
+    The preference holds whatever an earlier caller left in the cache: a wheel cached by a
+    prefer="wheel" caller (the release-table generator, the PyPI comparison) must not be handed to a
+    caller that needs the sdist's layout (molecule/shared/sglang_test_inputs.py lays the sdist out as
+    upstream's python/ folder). A kind that PyPI does not have (no sdist from 0.5.11 on) is remembered
+    in a marker file, written only when pip says so, so a network error is never cached.
+    """
     target = CACHE / "pypi" / f"{name}-{version}"
     target.mkdir(parents=True, exist_ok=True)
+    kinds = ["sdist", "wheel"] if prefer == "sdist" else ["wheel", "sdist"]
+    errors = []
     with open(target / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        found = _artifacts(target)
-        if not found:
-            base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-                    "-q", "-d", str(target), f"{name}=={version}"]
-            attempts = [base + ["--no-binary", ":all:"], base + ["--only-binary", ":all:"]]
-            if prefer != "sdist":
-                attempts.reverse()
-            errors = []
-            for cmd in attempts:
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                if proc.returncode == 0 and _artifacts(target):
-                    break
-                errors.append(proc.stderr[-2000:])
-            found = _artifacts(target)
-            if not found:
-                raise RuntimeError(f"pip download {name}=={version} failed:\n" + "\n".join(errors))
-        return found[0]
+        for kind in kinds:
+            found = _artifacts(target, kind)
+            if found:
+                return found[0]
+            absent = target / f".no-{kind}"
+            if absent.exists():
+                continue
+            only = ["--no-binary", ":all:"] if kind == "sdist" else ["--only-binary", ":all:"]
+            proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+                                   "-q", "-d", str(target), f"{name}=={version}", *only],
+                                  capture_output=True, text=True, check=False)
+            found = _artifacts(target, kind)
+            if found:
+                return found[0]
+            if "No matching distribution found" in proc.stderr:
+                absent.touch()
+            errors.append(f"{kind}: {proc.stderr[-2000:]}")
+    raise RuntimeError(f"pip download {name}=={version} failed:\n" + "\n".join(errors))
 
 
-def _artifacts(folder: pathlib.Path) -> list[pathlib.Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix in (".whl", ".gz", ".zip"))
+def _artifacts(folder: pathlib.Path, kind: str | None = None) -> list[pathlib.Path]:
+    suffixes = {"wheel": (".whl",), "sdist": (".gz", ".zip"), None: (".whl", ".gz", ".zip")}[kind]
+    return sorted(p for p in folder.iterdir() if p.suffix in suffixes)
 
 
 def extract(archive: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
