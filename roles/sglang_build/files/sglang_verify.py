@@ -60,6 +60,7 @@ def missing_objects(exc):
         todo.extend([current.__cause__, current.__context__])
     return found
 
+
 roots = [os.path.abspath(r) for r in args.root]
 result = {"python": sys.version.split()[0], "executable": sys.executable, "purelib": sysconfig.get_paths()["purelib"],
           "origin": None, "version": None, "foreign": [], "imports": [], "help": None}
