@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -70,6 +71,11 @@ def main() -> int:
     start(NAME)
     try:
         sh(["docker", "cp", str(repo), f"{NAME}:/srv/sglang-upstream"])
+        # A machine that reaches PyPI through a TLS-intercepting proxy trusts its CA through PIP_CERT: the
+        # container's pip (and the pip of each isolated build) reads the same bundle from /etc/pip.conf.
+        if os.environ.get("PIP_CERT") and os.path.isfile(os.environ["PIP_CERT"]):
+            sh(["docker", "cp", os.environ["PIP_CERT"], f"{NAME}:/etc/gpufleet-bench-ca.pem"])
+            sh(["docker", "exec", NAME, "sh", "-c", "printf '[global]\\ncert = /etc/gpufleet-bench-ca.pem\\n' > /etc/pip.conf"])
         inventory = work / "hosts.yml"
         inventory.write_text(json.dumps({"all": {"hosts": {NAME: {"ansible_connection": "community.docker.docker"}}}}))
         play = work / "build.yml"
