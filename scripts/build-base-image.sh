@@ -25,7 +25,7 @@ rootfs=$(mktemp -d /var/tmp/gpufleet-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
 echo "base image: debootstrap $suite into $rootfs (about a minute)"
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,python3,python3-apt,python3-venv,sudo,iproute2,git,ca-certificates,procps,gnupg \
+  --include=systemd,systemd-sysv,python3,python3-apt,python3-venv,sudo,iproute2,git,ca-certificates,procps,gnupg,libnuma1 \
   "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || { tail -n 30 "$rootfs.log" >&2; exit 1; }
 rm -f "$rootfs.log"
 # Units that make no sense in a container and slow boot or fail noisily.

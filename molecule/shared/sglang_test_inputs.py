@@ -36,9 +36,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.pypi import CACHE, download  # noqa: E402  pylint: disable=wrong-import-position
 
-# build-system.requires of SGLang 0.5.10.post1 (setuptools>=61.0, setuptools-scm>=8.0, wheel) and the
-# stand-in torch's (setuptools>=70.1), pinned.
-BUILD = ["setuptools==84.2.1", "setuptools-scm==10.3.4", "wheel==0.48.0"]
+# build-system.requires of SGLang 0.5.10.post1 (setuptools>=61.0, setuptools-scm>=8.0, wheel), of main's
+# Rust-era tree (adds setuptools-rust>=1.10: tests/support/upstream_main) and the stand-in torch's
+# (setuptools>=70.1), pinned; pip download brings setuptools-rust's own dependency (semantic_version).
+BUILD = ["setuptools==84.2.1", "setuptools-scm==10.3.4", "wheel==0.48.0", "setuptools-rust==1.13.0"]
 # What the stand-in repository's pyproject.toml declares besides torch (molecule/shared/make_standin_repo.sh):
 # small, real, pure-Python projects, one with a dependency of its own (python-dateutil -> tzdata).
 STANDIN_DEPENDENCIES = ["python-dateutil==4.0.0", "idna==3.20"]

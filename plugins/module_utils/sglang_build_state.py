@@ -13,11 +13,17 @@ test's); paths are real paths of the host (tests give a tmp tree).
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import shutil
+import tarfile
+import tempfile
 
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import host_state as hs
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_build_rules as rules
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_build_upstream as upstream
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_dependencies as deps
 from ansible_collections.gpufleet.llm_server.plugins.module_utils.package_state import missing_packages, read_status
 
 PTH_NAME = "gpufleet-sglang.pth"
@@ -172,5 +178,150 @@ def read_state(params, run, which):
     needs["switch"] = bool(tree) and (result["current_target"] or "") != tree
     resources.append(current)
 
+    result["upstream"] = {}
+    if new and commit and git and params.get("upstream_checks", True):
+        result["upstream"] = read_upstream(params, paths, run, git, commit, result, refusals)
+
     result["resources"] = resources
     return result
+
+
+def _runner_env(run):
+    """RUN(argv, env): the module's runner takes an environment; a plain test runner gets it merged in."""
+    def call(argv, env=None):
+        try:
+            return run(argv, env) if env else run(argv)
+        except TypeError:
+            return run(argv)
+    return call
+
+
+def _remote(params):
+    remote = params["git_url"]
+    if os.path.expanduser(remote).startswith("/"):
+        remote = "file://" + os.path.expanduser(remote)
+    return remote
+
+
+def _archived(run, git, remote, ref, name):
+    """NAME at REF read with `git archive --remote` (git:// file:// ssh; GitHub's https does not serve it):
+    (True, text or None when the tree has no such file) or (False, None) when the remote does not answer."""
+    rc, out, err = run([git, "archive", "--remote", remote, "--format=tar", ref, "--", name])
+    if rc != 0:
+        return ("did not match any files" in (err or "") or "pathspec" in (err or "")), None
+    try:
+        with tarfile.open(fileobj=io.BytesIO(out.encode("utf-8", "surrogateescape"))) as tar:
+            member = tar.extractfile(name)
+            return True, member.read().decode("utf-8") if member else None
+    except (tarfile.TarError, KeyError, UnicodeError):
+        return False, None
+
+
+def tree_files(params, paths, run, git, commit, names):
+    """{path: text or None} of NAMES at COMMIT, before anything of the role's is written: from the role's clone
+    when it has the commit; else `git archive --remote` of the ref (a local or ssh remote answers in
+    milliseconds); else a one-commit shallow, blob-less fetch into a temporary repository removed at once (GitHub).
+    Returns (files, source) or raises ReadError."""
+    repo = paths["repo"]
+    if os.path.exists(repo + "/config") and run([git, "--git-dir", repo, "cat-file", "-e", commit + "^{commit}"])[0] == 0:
+        return {name: _show(run, git, repo, commit, name) for name in names}, "clone"
+    remote = _remote(params)
+    # upload-archive serves refs, not bare commit ids (uploadArchive.allowUnreachable)
+    if not rules.FULL_COMMIT.match(params["ref"]):
+        files, answered = {}, True
+        for name in names:
+            answered, files[name] = _archived(run, git, remote, params["ref"], name)
+            if not answered:
+                break
+        if answered:
+            return files, "git archive"
+    scratch = tempfile.mkdtemp(prefix="gpufleet-sglang-read-")
+    try:
+        wanted = commit if rules.FULL_COMMIT.match(params["ref"]) else params["ref"]
+        for argv in ([git, "init", "-q", "--bare", scratch],
+                     [git, "--git-dir", scratch, "remote", "add", "origin", remote],
+                     [git, "--git-dir", scratch, "fetch", "-q", "--depth", "1", "--no-tags", "--filter=blob:none",
+                      "origin", wanted]):
+            rc, out, err = run(argv)
+            if rc != 0:
+                raise ReadError("Reading python/pyproject.toml and rust/ of sglang_build_ref=%s (%s) before the build "
+                                "failed: git %s (rc %s): %s" % (params["ref"], commit[:12], " ".join(argv[3:]), rc,
+                                                                (err or out).strip()))
+        return {name: _show(run, git, scratch, commit, name) for name in names}, "shallow fetch"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _show(run, git, repo, commit, name):
+    rc, out, _err = run([git, "--git-dir", repo, "show", "%s:%s" % (commit, name)])
+    return out if rc == 0 else None
+
+
+def read_upstream(params, paths, run, git, commit, result, refusals):
+    """The new commit's build files: its Rust extensions and toolchain pin (issue 32), its declared torch
+    against the held one; the refusals of what cannot be built, before any change."""
+    files, source = tree_files(params, paths, run, git, commit,
+                               ["python/pyproject.toml", "python/setup.py", "rust/Cargo.toml",
+                                "rust/rust-toolchain.toml"])
+    info = {"source": source, "rust": None, "torch": None}
+    pyproject = files["python/pyproject.toml"] or ""
+    value = params.get("rust_extensions", "none")
+    env_value, tokens, error = upstream.rust_request(value)
+    if error:
+        refusals.append(upstream.request_refusal(value, error))
+    elif upstream.rust_era(files["python/setup.py"], files["rust/Cargo.toml"]):
+        manifests, _source = tree_files(params, paths, run, git, commit,
+                                        upstream.workspace_manifests(files["rust/Cargo.toml"]))
+        declared = upstream.rust_extensions(manifests)
+        selected, unmatched = upstream.select(declared, pyproject, env_value, tokens)
+        channel = upstream.toolchain_channel(files["rust/rust-toolchain.toml"])
+        rust = {"env": env_value, "channel": channel, "declared": [e["name"] for e in declared],
+                "selected": [e["name"] for e in selected],
+                "without": [e["name"] for e in declared if e not in selected],
+                "torch": any(e["torch"] for e in selected), "toolchain": None,
+                # what the build step installs into the environment (the torch family is held, never among them)
+                "build_requires": [r for r in upstream.build_requires(pyproject)
+                                   if deps.requirement_name(r) not in _families(params)]}
+        info["rust"] = rust
+        if unmatched:
+            refusals.append(upstream.selection_refusal(value, unmatched, declared, commit))
+        elif selected:
+            toolchain = upstream.check_toolchain(params.get("rust_toolchain_dir") or "/opt/gpufleet/rust", channel,
+                                                 _runner_env(run))
+            rust["toolchain"] = toolchain
+            if toolchain["problems"]:
+                refusals.append(upstream.toolchain_refusal(value, commit, channel, toolchain, selected, declared))
+    info["torch"] = read_torch_pins(params, run, commit, pyproject, refusals) if pyproject else None
+    return info
+
+
+def _families(params):
+    return [deps.canonical(n) for n in params.get("torch_packages") or ["torch", "torchvision", "torchaudio"]]
+
+
+def read_torch_pins(params, run, commit, pyproject, refusals):
+    """The commit's torch-family requirements against what the interpreter holds; refused when they contradict
+    and the role would keep the held torch (issue 32)."""
+    python = params["python"]
+    families = _families(params)
+    try:
+        _name, declared = deps.declared_requirements(pyproject, params.get("extras") or [])
+    except deps.DependencyError:
+        return None  # the dependency step reports it with its fix
+    pins = [r for r in declared if deps.requirement_name(r) in families]
+    if not pins or not os.path.exists(python):
+        return {"declared": pins, "held": {}, "contradicted": []}
+    rc, out, _err = run([python, "-c", deps.PROBE, json.dumps({"requirements": pins, "packages": families})])
+    try:
+        probe = json.loads(out) if rc == 0 else None
+    except ValueError:
+        probe = None
+    if probe is None:
+        return {"declared": pins, "held": {}, "contradicted": []}
+    held = {name: info["version"] for name, info in probe["held"].items()}
+    contradicted = [(e["requirement"], e["installed"]) for e in probe["requirements"]
+                    if e["applies"] and e["installed"] is not None and not e["satisfied"] and not e["error"]]
+    if (contradicted and params.get("torch_install", "if-missing") != "replace"
+            and params.get("torch_pin_mismatch", "refuse") == "refuse"):
+        refusals.append(upstream.torch_pin_refusal(params["ref"], commit, python, contradicted, held))
+    return {"declared": pins, "held": held, "contradicted": [c[0] for c in contradicted]}

@@ -18,6 +18,11 @@ description:
     saw, the state file and its directory, the environment's site-packages and the C(.pth) file there, and
     where the C(current) link points. It returns the role's decisions in RV(needs) and the
     refusals in RV(refusals), so that the writers run only when something differs.
+  - For a commit that must be built it reads, with C(git show) (from the clone, or from a one-commit shallow
+    fetch into a temporary repository removed at once when there is no clone yet), C(python/pyproject.toml),
+    C(python/setup.py) and the C(rust/) workspace manifests, and returns RV(upstream) - the Rust extensions the tree
+    declares, those O(rust_extensions) selects and those the build goes without, the toolchain check, the torch
+    pins against the held torch - with the refusals of what cannot be built.
   - The ref is resolved like M(ansible.builtin.git) in check mode with C(bare=true) resolves it, in one
     C(git ls-remote) against the clone's C(origin) (or O(git_url) when there is no clone yet), a branch
     first, then a tag (an annotated tag resolves to its commit). A full 40-digit commit id needs no remote;
@@ -75,10 +80,47 @@ options:
     description: The inventory name of the host, for the interpreter's refusal.
     type: str
     default: this host
+  rust_extensions:
+    description:
+      - The Rust extensions to build (C(sglang_build_rust_extensions)) - V(all), V(none), or a list of
+        case-insensitive substrings of their names, as upstream's C(SGLANG_BUILD_RUST_EXTS) reads them.
+      - Checked only for a commit that must be built and whose C(python/setup.py) builds the C(rust/) workspace.
+    type: raw
+    default: none
+  rust_toolchain_dir:
+    description:
+      - Root-owned directory of the Rust toolchain (C(bin/cargo), C(bin/rustc)) used when extensions are built;
+        its tools must be at least the C(rust/rust-toolchain.toml) channel of the commit.
+    type: path
+    default: /opt/gpufleet/rust
+  extras:
+    description: Optional-dependency groups whose torch pins count too (C(sglang_build_extras)).
+    type: list
+    elements: str
+    default: []
+  torch_packages:
+    description: The torch family (C(sglang_build_torch_packages)).
+    type: list
+    elements: str
+    default: [torch, torchvision, torchaudio]
+  torch_install:
+    description: C(sglang_build_torch_install); with V(replace) a contradicting pin is not refused (the role installs it).
+    type: str
+    choices: [if-missing, never, replace]
+    default: if-missing
+  torch_pin_mismatch:
+    description:
+      - V(refuse) refuses a commit whose declared torch family contradicts the installed one that the role would keep;
+        V(hold) keeps it (the dependency step warns).
+    type: str
+    choices: [refuse, hold]
+    default: refuse
 attributes:
   check_mode:
     support: full
-    description: Reads only (C(git ls-remote), the interpreter's C(sysconfig)); runs the same in check mode.
+    description: >-
+      Reads only (C(git ls-remote), C(git show), the interpreter's C(sysconfig), C(cargo --version)); runs the same
+      in check mode. A shallow fetch into a temporary directory is removed before it returns.
   diff_mode:
     support: none
     description: Changes nothing; the role's writers show their diffs when they run.
@@ -181,6 +223,15 @@ served:
   returned: scope is served
   type: dict
   sample: {tree: /opt/sglang/builds/0b9f2c1d7e5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c, record: {commit: 0b9f2c1d7e5a, version: 0.5.10.post1}}
+upstream:
+  description:
+    - What the new commit's build files say (empty when the commit has a complete build); V(rust) is null for a
+      tree without main's Rust build (release 0.5.10.post1 and older).
+  returned: scope is full
+  type: dict
+  sample: {source: clone, rust: {env: none, channel: "1.92", declared: [sglang.srt.rust_extensions._grpc],
+           selected: [], without: [sglang.srt.rust_extensions._grpc], torch: false, toolchain: null},
+           torch: {declared: [torch==2.9.1], held: {torch: 2.9.1}, contradicted: []}}
 resources:
   description: The files and packages read that the role manages (one stat each is the benchmark's floor).
   returned: always
@@ -207,6 +258,12 @@ def main():
             verify_modules=dict(type="list", elements="str", default=[]),
             pth_content=dict(type="str", default=""),
             host=dict(type="str", default="this host"),
+            rust_extensions=dict(type="raw", default="none"),
+            rust_toolchain_dir=dict(type="path", default="/opt/gpufleet/rust"),
+            extras=dict(type="list", elements="str", default=[]),
+            torch_packages=dict(type="list", elements="str", default=["torch", "torchvision", "torchaudio"]),
+            torch_install=dict(type="str", choices=["if-missing", "never", "replace"], default="if-missing"),
+            torch_pin_mismatch=dict(type="str", choices=["refuse", "hold"], default="refuse"),
         ),
         required_if=[("scope", "full", ("python", "git_url", "ref", "state_file"))],
         supports_check_mode=True,
@@ -219,8 +276,8 @@ def main():
     # git answers in the C locale, as the git module asks it to
     module.run_command_environ_update = dict(LANG="C", LC_ALL="C", LC_MESSAGES="C", LC_CTYPE="C")
 
-    def run(argv):
-        return module.run_command(argv)
+    def run(argv, env=None):
+        return module.run_command(argv, environ_update=env)
 
     try:
         result = state.read_state(params, run, module.get_bin_path)

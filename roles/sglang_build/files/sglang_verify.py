@@ -11,6 +11,9 @@ at it:
   site-packages, an editable finder): anything outside the ROOTs (the builds folder, the current link);
 - the real import of each --module (SGLang's server entry point and what it loads), each error
   with the exception's last line;
+- for an import that failed because the dynamic loader found no shared object ("libnuma.so.1: cannot open
+  shared object file"), each such object and what provides it (--shared-objects: the role's
+  files/shared_objects.json, derived from the real wheels' ELF NEEDED entries);
 - `python -m sglang.launch_server --help` (only when every import worked): the option strings it
   lists and which --flag values are missing from them.
 """
@@ -34,7 +37,29 @@ parser.add_argument("--root", action="append", required=True)
 parser.add_argument("--module", action="append", default=[])
 parser.add_argument("--flag", action="append", default=[])
 parser.add_argument("--timeout", type=float, default=600)
+parser.add_argument("--shared-objects", default="{}")
 args = parser.parse_args()
+shared_objects = json.loads(args.shared_objects)
+MISSING_OBJECT = re.compile(r"([A-Za-z0-9_.+-]+\.so(?:\.[0-9]+)*): cannot open shared object file")
+
+
+def missing_objects(exc):
+    """[{object, provider, fix}] for every shared object the loader could not find, in EXC and what it chains
+    (sgl_kernel catches each load failure and raises one ImportError listing them)."""
+    found, seen, todo = [], set(), [exc]
+    while todo:
+        current = todo.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        for name in MISSING_OBJECT.findall(str(current)):
+            if name not in [f["object"] for f in found]:
+                known = shared_objects.get(name) if isinstance(shared_objects.get(name), dict) else {}
+                found.append({"object": name, "provider": known.get("provider"), "package": known.get("package"),
+                              "fix": known.get("fix") or "no package of the role's list provides it: install what ships it"})
+        todo.extend([current.__cause__, current.__context__])
+    return found
+
 
 roots = [os.path.abspath(r) for r in args.root]
 result = {"python": sys.version.split()[0], "executable": sys.executable, "purelib": sysconfig.get_paths()["purelib"],
@@ -80,7 +105,7 @@ for dist in importlib.metadata.distributions():
 ok = result["origin"] is not None
 for name in args.module:
     started = time.monotonic()
-    entry = {"module": name, "error": None, "file": None}
+    entry = {"module": name, "error": None, "file": None, "missing_objects": []}
     try:
         module = importlib.import_module(name)
         entry["file"] = getattr(module, "__file__", None)
@@ -88,6 +113,7 @@ for name in args.module:
         last = traceback.extract_tb(exc.__traceback__)[-1:] or [None]
         where = (" (%s line %s)" % (last[0].filename, last[0].lineno)) if last[0] else ""
         entry["error"] = "%s: %s%s" % (type(exc).__name__, exc, where)
+        entry["missing_objects"] = missing_objects(exc)
         ok = False
     entry["seconds"] = round(time.monotonic() - started, 2)
     result["imports"].append(entry)
