@@ -10,10 +10,16 @@ suite=${1:-bookworm}
 image=${2:-gpufleet/debian12-systemd:latest}
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
-if docker image inspect "$image" >/dev/null 2>&1; then
+# The image carries a hash of its recipe (the suite, the package list and this script): an image built by an
+# older recipe (e.g. before libnuma1 joined the list, issue 32) is rebuilt, not reused, on a machine that keeps
+# its images between runs.
+packages=systemd,systemd-sysv,python3,python3-apt,python3-venv,sudo,iproute2,git,ca-certificates,procps,gnupg,libnuma1
+recipe=$( { echo "$suite $packages"; cat "$0"; } | sha256sum | cut -c1-16)
+if [ "$(docker image inspect -f '{{ index .Config.Labels "gpufleet.recipe" }}' "$image" 2>/dev/null)" = "$recipe" ]; then
   echo "base image: $image present"
   exit 0
 fi
+docker image inspect "$image" >/dev/null 2>&1 && echo "base image: $image was built by another recipe; rebuilding"
 
 if ! command -v debootstrap >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
@@ -25,7 +31,7 @@ rootfs=$(mktemp -d /var/tmp/gpufleet-rootfs.XXXXXX)
 trap 'rm -rf "$rootfs"' EXIT
 echo "base image: debootstrap $suite into $rootfs (about a minute)"
 debootstrap --variant=minbase \
-  --include=systemd,systemd-sysv,python3,python3-apt,python3-venv,sudo,iproute2,git,ca-certificates,procps,gnupg,libnuma1 \
+  --include="$packages" \
   "$suite" "$rootfs" "$mirror" >"$rootfs.log" 2>&1 || { tail -n 30 "$rootfs.log" >&2; exit 1; }
 rm -f "$rootfs.log"
 # Units that make no sense in a container and slow boot or fail noisily.
@@ -36,5 +42,5 @@ done
 # apt inside the container must not try to start services during image use (policy-rc.d is absent:
 # services *should* start, since the roles manage real systemd units).
 echo "base image: importing as $image"
-tar -C "$rootfs" -c . | docker import -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' - "$image" >/dev/null
+tar -C "$rootfs" -c . | docker import -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' -c "LABEL gpufleet.recipe=$recipe" - "$image" >/dev/null
 echo "base image: $image built"

@@ -74,6 +74,11 @@ setup() {
     echo "setup: installing cmake, g++ and qemu-user for the CPU test engine"
     apt_install cmake g++ binutils qemu-user || return 1
   fi
+  # tests/unit/sglang_build/test_sglang_build_upstream.py checks the role's toolchain check against a real cargo
+  # and rustc (rustup's where the machine has it, else Debian's package).
+  if [[ " $stages " == *" unit "* ]] && ! command -v cargo >/dev/null 2>&1 && [ ! -x /root/.cargo/bin/cargo ]; then
+    apt_install cargo || return 1
+  fi
   # ansible-test sanity skips its shellcheck test, silently but for one warning, without shellcheck.
   if [[ " $stages " == *" sanity "* ]] && ! command -v shellcheck >/dev/null 2>&1; then
     apt_install shellcheck || return 1

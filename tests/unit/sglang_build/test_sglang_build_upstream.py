@@ -3,7 +3,8 @@
 Real parts: upstream's own manifests and setup.py (tests/support/upstream_main, the commit of each in its
 README); upstream's setup.py selection rules are the reference the selection is compared with (its
 `_selected_rust_extensions` run on stand-in extension objects); the toolchain checks run the real cargo and
-rustc of this machine (rustup's, /root/.cargo: 1.95 on the development machine; the Molecule containers have none).
+rustc of this machine (rustup's ~/.cargo, 1.95 on the development machine, or Debian's package cargo, which
+scripts/test.sh installs where there is none; the Molecule containers have none).
 """
 
 from __future__ import annotations
@@ -21,13 +22,26 @@ from support.requires import requires
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_build_upstream as up
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "support" / "upstream_main"
-CARGO_HOME = pathlib.Path("/root/.cargo")
-NO_CARGO = not (CARGO_HOME / "bin" / "cargo").exists()
+def _toolchain_home():
+    """The directory above the bin/ of this machine's real cargo: rustup's ~/.cargo (1.95 on the development
+    machine) or Debian's /usr (package cargo, which scripts/test.sh installs when there is none)."""
+    found = shutil.which("cargo") or shutil.which("cargo", path="/root/.cargo/bin")
+    return pathlib.Path(found).parent.parent if found else None
+
+
+CARGO_HOME = _toolchain_home()
+NO_CARGO = CARGO_HOME is None or not (CARGO_HOME / "bin" / "rustc").exists()
+
+
+# rustup's cargo and rustc are proxies that find their toolchains through RUSTUP_HOME (default ~/.rustup): a
+# run with another HOME (scripts/test-cold.sh) must still name the machine's.
+RUSTUP_ENV = ({"RUSTUP_HOME": os.environ.get("RUSTUP_HOME", str(CARGO_HOME.parent / ".rustup"))}
+              if CARGO_HOME is not None and CARGO_HOME.name == ".cargo" else {})
 
 
 def run(argv, env=None):
     proc = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          env=dict(os.environ, **(env or {})))
+                          env=dict(os.environ, **RUSTUP_ENV, **(env or {})))
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -92,24 +106,25 @@ def test_no_toolchain_directory():
     assert found["problems"] == ["/nonexistent/rust does not exist"]
 
 
-@requires(NO_CARGO, "rustup's cargo at /root/.cargo/bin (the development machine has 1.95)")
+@requires(NO_CARGO, "a real cargo and rustc (rustup's or Debian's package cargo)")
 def test_a_real_toolchain_passes_and_an_older_one_than_the_channel_does_not():
-    found = up.check_toolchain(str(CARGO_HOME), "1.92", run)
+    own = up.check_toolchain(str(CARGO_HOME), "1.0", run)
+    assert own["problems"] == [], own
+    version = up.version_tuple(own["rustc"])
+    found = up.check_toolchain(str(CARGO_HOME), "%d.%d" % version[:2], run)
     assert found["problems"] == [], found
-    assert up.version_tuple(found["cargo"]) >= (1, 92, 0) and up.version_tuple(found["rustc"]) >= (1, 92, 0)
-    newer = "%d.%d" % (up.version_tuple(found["rustc"])[0], up.version_tuple(found["rustc"])[1] + 1)
+    newer = "%d.%d" % (version[0], version[1] + 1)
     too_new = up.check_toolchain(str(CARGO_HOME), newer, run)
     assert any("older than the channel %s" % newer in p for p in too_new["problems"]), too_new
 
 
-@requires(NO_CARGO, "rustup's cargo at /root/.cargo/bin")
+@requires(NO_CARGO, "a real cargo and rustc (rustup's or Debian's package cargo)")
 @requires(os.geteuid() != 0, "root (to give a copy of the toolchain's directory another owner)")
 def test_a_toolchain_not_owned_by_root_is_refused(tmp_path):
     copy = tmp_path / "rust"
     (copy / "bin").mkdir(parents=True)
     for tool in ("cargo", "rustc"):
-        os.symlink(shutil.which("rustup", path=str(CARGO_HOME / "bin")) or str(CARGO_HOME / "bin" / "rustup"),
-                   copy / "bin" / tool)
+        os.symlink(CARGO_HOME / "bin" / tool, copy / "bin" / tool)
     os.chown(copy / "bin", 65534, 65534)
     found = up.check_toolchain(str(copy), "1.92", run)
     assert found["problems"] == ["%s is owned by uid 65534, not root" % (copy / "bin")], found
