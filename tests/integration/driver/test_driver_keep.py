@@ -130,7 +130,7 @@ def host(tmp_path_factory):
                     "--stop-signal", "SIGRTMIN+3", IMAGE, "/lib/systemd/systemd"], check=True, capture_output=True)
     try:
         box = Host(name, port, tmp)
-        for _ in range(60):
+        for _attempt in range(60):
             if box.sh("systemctl is-system-running || true", check=False).strip() in ("running", "degraded"):
                 break
             time.sleep(1)
@@ -157,7 +157,7 @@ def host(tmp_path_factory):
             "Components: restricted multiverse\\nSigned-By: /etc/apt/keyrings/gpufleet-test-ubuntu-noble.asc\\n'"
             " > /etc/apt/sources.list.d/gpufleet-test-ubuntu-noble.sources" % port,
         ]))
-        for _ in range(30):
+        for _attempt in range(30):
             if box.sh("python3 -c \"import urllib.request; urllib.request.urlopen('http://127.0.0.1:%d/nvidia/before/fingerprint')\""
                       " && echo up || true" % port, check=False).strip() == "up":
                 break
