@@ -22,6 +22,8 @@ from support.requires import requires
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_build_upstream as up
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "support" / "upstream_main"
+
+
 def _toolchain_home():
     """The directory above the bin/ of this machine's real cargo: rustup's ~/.cargo (1.95 on the development
     machine) or Debian's /usr (package cargo, which scripts/test.sh installs when there is none)."""
