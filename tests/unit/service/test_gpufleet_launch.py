@@ -114,10 +114,14 @@ def test_no_encoding_of_an_adversarial_secret_reaches_the_log(index):
                                            encoding="utf-8")
         for name in ("leak_probe.py", "leak_args.py"):
             shutil.copy(PROBE_DIR / name, base / name)
+        # The launcher too, as the role installs it (outside the checkout): a checkout under a private directory
+        # (scripts/test-cold.sh clones into a 0700 mktemp folder) is not readable by nobody.
+        launcher = base / "gpufleet-launch"
+        shutil.copy(LAUNCHER, launcher)
         for path in base.rglob("*"):
             os.chmod(path, 0o755 if path.is_dir() else 0o644)
         env = {"PATH": "/usr/bin:/bin", "CREDENTIALS_DIRECTORY": str(creds), "LANG": "C.UTF-8"}
-        argv = _as_nobody() + [str(LAUNCHER), "--credential-argument", "api-key=--api-key",
+        argv = _as_nobody() + [str(launcher), "--credential-argument", "api-key=--api-key",
                                "--credential-environment", "environment", "-m", "leak_probe", "--", "--port", "1"]
         proc = subprocess.run(argv, cwd=base, env=env, capture_output=True, timeout=120, check=False)
     finally:
