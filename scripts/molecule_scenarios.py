@@ -2,27 +2,38 @@
 
 `molecule test --all` stops at the first failing scenario and its report does not name the
 scenarios it never ran: a failure in `default` hid the other 8 (issue 12). This runs
-`molecule test -s NAME` once per scenario (every folder under molecule/ with a molecule.yml, in
-name order, or the names given), writes each one's output to LOG_DIR/molecule-NAME.log as well as
-to the terminal, and ends with one line per scenario: PASS, FAIL (with the first failed task),
-INTERRUPTED or NOT RUN. Anything but PASS fails the run (exit 1); an interrupted run (SIGINT or
-SIGTERM) stops the scenario in progress, still prints the summary, and exits 130 or 143.
+`molecule test -s NAME` once per scenario (every folder under molecule/ with a molecule.yml, or the
+names given), writes each one's output to LOG_DIR/molecule-NAME.log as well as to the terminal, and
+ends with one line per scenario: PASS, FAIL (with the first failed task), INTERRUPTED or NOT RUN.
+Anything but PASS fails the run (exit 1); an interrupted run (SIGINT or SIGTERM) stops the
+scenarios in progress, still prints the summary, and exits 130 or 143.
 
-Several checkouts on one Docker engine (worktrees, `make test-cold` beside a normal run) would
-start containers of the same names: with GPUFLEET_MOLECULE_LOCK=/path each scenario runs under an
-exclusive flock on that file, so scenarios of different runs take turns instead of colliding.
+--jobs N runs up to N scenarios at once (issue 36: a scenario keeps one of the 2 cores busy, Ansible
+being one task at a time). With N > 1 the longest scenarios start first (DURATION_HINTS) and each
+output line on the terminal is prefixed with its scenario's name; the log files stay whole. Two
+scenarios that use the same loopback port (containers with `network_mode: host` share the host's
+loopback) never run at the same time: the ports are read from the scenario's files and from the
+files of the scenarios it borrows from (`../default/converge.yml`), see `scenario_resources`.
 
-    python scripts/molecule_scenarios.py [--log-dir DIR] [--molecule CMD] [SCENARIO ...]
+Several checkouts on one Docker engine (worktrees, `make test-cold` beside a normal run) would start
+containers of the same names on the same ports. With GPUFLEET_MOLECULE_LOCK=/path a scenario runs
+holding a shared flock on that file (a plain `flock /path molecule test ...`, or an older runner,
+takes it exclusively and so waits for every scenario of this runner, and they for it) and an
+exclusive flock on /path.d/<resource> for its own name and for each port it uses, so scenarios of
+different runs take turns exactly where they would collide.
+
+    python scripts/molecule_scenarios.py [--log-dir DIR] [--molecule CMD] [--jobs N] [SCENARIO ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import fcntl
 import os
 import pathlib
 import re
+import selectors
 import shlex
 import signal
 import subprocess
@@ -35,6 +46,17 @@ ANSIBLE_ERROR = re.compile(r"^\[ERROR\]: (?P<msg>.*)")
 FAILED_HOST = re.compile(r"^(?:fatal|failed): \[[^\]]+\]")
 MOLECULE_ERROR = re.compile(r"^(?:ERROR|CRITICAL)\b|Traceback \(most recent call last\)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The project's loopback ports are 30000-33999 (docs/development.md lists each scenario's range).
+LOOPBACK_PORT = re.compile(r"(?<![\d.])(3[0-3]\d{3})(?![\d.])")
+BORROWED_SCENARIO = re.compile(r"\.\./(?P<name>[A-Za-z0-9_]+)/")
+# Seconds each scenario took in the cold run of 2026-12-04 (idle 2-core VM, one at a time): only the
+# order of starts depends on them (longest first, so the last one to start is short). A scenario
+# missing here counts as 120 s.
+DURATION_HINTS = {
+    "nvidia_driver": 565, "fleet": 237, "sglang_build": 224, "passthrough": 165, "default": 158,
+    "trixie": 155, "sglang_service": 138, "smoke_rollback": 131, "multinode": 65, "preflight": 58,
+}
+LOCK_POLL_SECONDS = 0.5
 
 
 class Interrupted(Exception):
@@ -45,6 +67,26 @@ class Interrupted(Exception):
 
 def discover(project: pathlib.Path) -> list[str]:
     return sorted(p.parent.name for p in (project / "molecule").glob("*/molecule.yml"))
+
+
+def scenario_resources(project: pathlib.Path, name: str) -> frozenset[str]:
+    """What two scenarios running at once must not share: the scenario itself and its loopback ports.
+
+    Ports are the numbers 30000-33999 in any file of molecule/NAME/ or of a scenario whose files
+    molecule.yml borrows by path (molecule/trixie runs molecule/default's playbooks and group_vars).
+    A number in a comment counts too: a false conflict costs some minutes, a missed one a red run."""
+    folder = project / "molecule" / name
+    folders = {folder}
+    for borrowed in BORROWED_SCENARIO.finditer((folder / "molecule.yml").read_text()):
+        if (project / "molecule" / borrowed.group("name") / "molecule.yml").is_file():
+            folders.add(project / "molecule" / borrowed.group("name"))
+    ports = set()
+    for path in (p for each in folders for p in each.rglob("*") if p.is_file()):
+        try:
+            ports.update(LOOPBACK_PORT.findall(path.read_text()))
+        except (UnicodeDecodeError, OSError):
+            continue
+    return frozenset({f"scenario-{name}", *(f"port-{port}" for port in ports)})
 
 
 def first_failure(log: pathlib.Path) -> str:
@@ -65,48 +107,177 @@ def first_failure(log: pathlib.Path) -> str:
     return molecule_error[:240]
 
 
-@contextlib.contextmanager
-def scenario_lock():
-    path = os.environ.get("GPUFLEET_MOLECULE_LOCK")
-    if not path:
-        yield
-        return
-    with open(path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+class CrossRunLocks:
+    """The flocks of GPUFLEET_MOLECULE_LOCK (module docstring); taken without blocking, all or none."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+
+    def try_take(self, resources: frozenset[str]) -> list | None:
+        if not self.path:
+            return []
+        held = []
         try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def run_scenario(molecule: list[str], name: str, log_path: pathlib.Path, project: pathlib.Path) -> tuple[int, float]:
-    """molecule test -s NAME, output teed to the terminal and log_path; its own process group.
-
-    Returns the exit status and the seconds it ran (not counting a wait for the lock)."""
-    with scenario_lock(), open(log_path, "w") as log:
-        started = time.monotonic()
-        proc = subprocess.Popen([*molecule, "test", "-s", name], cwd=project, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            assert proc.stdout is not None
-            for chunk in iter(proc.stdout.readline, b""):
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.flush()
-                log.write(chunk.decode(errors="replace"))
-                log.flush()
-            return proc.wait(), time.monotonic() - started
-        except Interrupted:
-            # Stop molecule and the ansible-playbook it runs (same process group), then report.
-            for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 5)):
+            pending = [(self.path, fcntl.LOCK_SH)]
+            folder = pathlib.Path(self.path + ".d")
+            folder.mkdir(parents=True, exist_ok=True)
+            pending += [(str(folder / resource), fcntl.LOCK_EX) for resource in sorted(resources)]
+            for lock_path, kind in pending:
+                handle = open(lock_path, "a")  # pylint: disable=consider-using-with  # released in release()
                 try:
-                    os.killpg(proc.pid, sig)
-                    proc.wait(timeout=grace)
-                    break
-                except ProcessLookupError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+                    fcntl.flock(handle, kind | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.close()
+                    self.release(held)
+                    return None
+                held.append(handle)
+            return held
+        except BaseException:
+            self.release(held)
             raise
+
+    @staticmethod
+    def release(held: list) -> None:
+        for handle in reversed(held):
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+
+@dataclasses.dataclass
+class Running:
+    name: str
+    proc: subprocess.Popen
+    log: object
+    locks: list
+    started: float
+    partial: bytes = b""
+
+
+def stop(running: Running) -> None:
+    """Stop molecule and the ansible-playbook it runs (its own process group)."""
+    for sig, grace in ((signal.SIGTERM, 30), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(running.proc.pid, sig)
+            running.proc.wait(timeout=grace)
+            return
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+class Runner:  # pylint: disable=too-many-instance-attributes
+    def __init__(self, args, scenarios: list[str]):
+        self.args = args
+        self.molecule = shlex.split(args.molecule)
+        self.scenarios = scenarios
+        self.jobs = max(1, args.jobs)
+        self.resources = {name: scenario_resources(args.project, name) for name in scenarios}
+        self.locks = CrossRunLocks(os.environ.get("GPUFLEET_MOLECULE_LOCK") or None)
+        # One at a time: the order given (or name order); several: longest first.
+        self.queue = list(scenarios) if self.jobs == 1 else sorted(
+            scenarios, key=lambda name: -DURATION_HINTS.get(name, 120))
+        self.running: dict[int, Running] = {}
+        self.results: dict[str, tuple[str, float, str]] = {}
+        self.selector = selectors.DefaultSelector()
+        self.started_count = 0
+        self.waiting_said: set[str] = set()
+        self.launching = False
+        self.pending_signal = 0
+
+    def emit(self, running: Running, chunk: bytes) -> None:
+        running.log.write(chunk.decode(errors="replace"))
+        running.log.flush()
+        if self.jobs > 1:
+            chunk = f"{running.name} | ".encode() + chunk
+        sys.stdout.buffer.write(chunk)
+        sys.stdout.flush()
+
+    def start_what_fits(self) -> None:
+        busy = set().union(*(self.resources[r.name] for r in self.running.values()))
+        for name in list(self.queue):
+            if len(self.running) >= self.jobs:
+                return
+            if self.resources[name] & busy:
+                continue
+            held = self.locks.try_take(self.resources[name])
+            if held is None:
+                if name not in self.waiting_said:
+                    self.waiting_said.add(name)
+                    print(f"=== [molecule] {name}: waiting for another run's scenario on the same container or "
+                          f"ports (lock {self.locks.path})", flush=True)
+                continue
+            # A signal between the start of molecule and its bookkeeping would leave it running unseen: the
+            # handler only notes it meanwhile (a blocked signal mask would be inherited by molecule).
+            self.launching = True
+            try:
+                self.launch(name, held)
+            finally:
+                self.launching = False
+            if self.pending_signal:
+                raise Interrupted(self.pending_signal)
+            busy |= self.resources[name]
+
+    def launch(self, name: str, held: list) -> None:
+        self.queue.remove(name)
+        self.started_count += 1
+        print(f"=== [molecule {self.started_count}/{len(self.scenarios)}] {name}", flush=True)
+        log = open(self.args.log_dir / f"molecule-{name}.log", "w")  # pylint: disable=consider-using-with
+        proc = subprocess.Popen([*self.molecule, "test", "-s", name], cwd=self.args.project,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        running = Running(name, proc, log, held, time.monotonic())
+        os.set_blocking(proc.stdout.fileno(), False)
+        self.running[proc.pid] = running
+        self.selector.register(proc.stdout, selectors.EVENT_READ, running)
+
+    def on_signal(self, signum: int, _frame) -> None:
+        if self.launching:
+            self.pending_signal = signum
+            return
+        raise Interrupted(signum)
+
+    def finish(self, running: Running) -> None:
+        self.selector.unregister(running.proc.stdout)
+        if running.partial:
+            self.emit(running, running.partial + b"\n")
+        rc = running.proc.wait()
+        took = time.monotonic() - running.started
+        running.proc.stdout.close()
+        running.log.close()
+        self.locks.release(running.locks)
+        del self.running[running.proc.pid]
+        log_path = self.args.log_dir / f"molecule-{running.name}.log"
+        self.results[running.name] = (("PASS", took, "") if rc == 0
+                                      else (f"FAIL (exit {rc})", took, first_failure(log_path)))
+        print(f"=== [molecule] {running.name}: {self.results[running.name][0]} in {took:.0f} s", flush=True)
+
+    def pump(self, timeout: float) -> None:
+        for key, _events in self.selector.select(timeout):
+            running: Running = key.data
+            data = running.proc.stdout.read()
+            if data is None:  # woken without data
+                continue
+            if not data:  # end of output: the scenario ended
+                self.finish(running)
+                continue
+            lines = (running.partial + data).split(b"\n")
+            running.partial = lines.pop()
+            for line in lines:
+                self.emit(running, line + b"\n")
+
+    def run(self) -> Interrupted | None:
+        try:
+            while self.queue or self.running:
+                self.start_what_fits()
+                self.pump(LOCK_POLL_SECONDS if self.queue or not self.selector.get_map() else None)
+        except Interrupted as exc:
+            for running in list(self.running.values()):
+                stop(running)
+                running.log.close()
+                self.locks.release(running.locks)
+                self.results[running.name] = ("INTERRUPTED", time.monotonic() - running.started, f"by {exc}")
+            return exc
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scenarios", nargs="*", help="scenario names (default: every molecule/*/molecule.yml)")
     parser.add_argument("--log-dir", type=pathlib.Path, default=ROOT / "tests" / "output" / "logs")
     parser.add_argument("--molecule", default="molecule", help="the molecule command (default: %(default)s)")
+    parser.add_argument("--jobs", type=int, default=1, help="scenarios at once (default: %(default)s)")
     parser.add_argument("--project", type=pathlib.Path, default=ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -125,35 +297,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.log_dir.mkdir(parents=True, exist_ok=True)
 
-    def on_signal(signum, _frame):
-        raise Interrupted(signum)
-
+    runner = Runner(args, scenarios)
+    started_all = time.monotonic()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-
-    results: dict[str, tuple[str, float, str]] = {}
-    interrupted: Interrupted | None = None
-    started_all = started = time.monotonic()
-    current = None
-    try:
-        for index, name in enumerate(scenarios, 1):
-            current, started = name, time.monotonic()
-            log_path = args.log_dir / f"molecule-{name}.log"
-            print(f"=== [molecule {index}/{len(scenarios)}] {name}", flush=True)
-            rc, took = run_scenario(shlex.split(args.molecule), name, log_path, args.project)
-            results[name] = ("PASS", took, "") if rc == 0 else (f"FAIL (exit {rc})", took, first_failure(log_path))
-            print(f"=== [molecule {index}/{len(scenarios)}] {name}: {results[name][0]} in {took:.0f} s", flush=True)
-    except Interrupted as exc:
-        interrupted = exc
-        if current is not None and current not in results:
-            results[current] = ("INTERRUPTED", time.monotonic() - started, f"by {exc}")
-
+        signal.signal(sig, runner.on_signal)
+    interrupted = runner.run()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+
     counts = {"passed": 0, "failed": 0, "not run": 0}
-    print(f"--- molecule scenarios ({time.monotonic() - started_all:.0f} s)")
+    print(f"--- molecule scenarios ({time.monotonic() - started_all:.0f} s, up to {runner.jobs} at once)")
     for name in scenarios:
-        status, took, detail = results.get(name, ("NOT RUN", 0.0, ""))
+        status, took, detail = runner.results.get(name, ("NOT RUN", 0.0, ""))
         key = "passed" if status == "PASS" else "not run" if status == "NOT RUN" else "failed"
         counts[key] += 1
         print(f"{name:<16} {status:<16} {took:5.0f} s  {detail}".rstrip())

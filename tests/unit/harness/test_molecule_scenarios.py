@@ -27,7 +27,14 @@ STAND_IN = textwrap.dedent("""\
     with open(os.environ["STANDIN_CALLS"], "a") as calls:
         calls.write(name + "\\n")
     behaviour = os.environ.get("STANDIN_" + name, "pass")
+    started = time.time()
     print(f"INFO     {name} > converge", flush=True)
+    if behaviour.startswith("sleep:"):
+        time.sleep(float(behaviour.split(":")[1]))
+        print(f"{name} line 2", flush=True)
+    if os.environ.get("STANDIN_TIMES"):
+        with open(os.environ["STANDIN_TIMES"], "a") as times:
+            times.write(f"{name} {started} {time.time()}\\n")
     if behaviour == "fail":
         print("TASK [Check the forced thing] ***", flush=True)
         print("[ERROR]: Task failed: forced failure", flush=True)
@@ -39,7 +46,7 @@ STAND_IN = textwrap.dedent("""\
 """)
 
 
-def _setup(tmp_path: pathlib.Path, behaviour: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def _setup(tmp_path: pathlib.Path, behaviour: dict[str, str], *, jobs: int = 1) -> tuple[list[str], dict[str, str]]:
     stand_in = tmp_path / "molecule_stand_in.py"
     stand_in.write_text(STAND_IN)
     env = dict(os.environ, STANDIN_CALLS=str(tmp_path / "calls"))
@@ -48,7 +55,7 @@ def _setup(tmp_path: pathlib.Path, behaviour: dict[str, str]) -> tuple[list[str]
     env.pop("GPUFLEET_MOLECULE_LOCK", None)
     env.update({f"STANDIN_{name}": value for name, value in behaviour.items()})
     cmd = [sys.executable, str(RUNNER), "--log-dir", str(tmp_path / "logs"),
-           "--molecule", f"{sys.executable} {stand_in}"]
+           "--molecule", f"{sys.executable} {stand_in}", "--jobs", str(jobs)]
     return cmd, env
 
 
@@ -112,3 +119,116 @@ def test_an_unknown_scenario_name_is_refused_before_anything_runs(tmp_path):
     proc = subprocess.run([*cmd, "defualt"], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and "defualt" in proc.stderr and "default" in proc.stderr
     assert not (tmp_path / "calls").exists()
+
+
+# --jobs: scenarios at once (issue 36). What two scenarios must not share is read from the real scenario files.
+
+def _intervals(path: pathlib.Path) -> dict[str, tuple[float, float]]:
+    return {name: (float(start), float(end)) for name, start, end in
+            (line.split() for line in path.read_text().splitlines())}
+
+
+def test_scenarios_that_share_a_loopback_port_are_known_to_collide():
+    """The facts behind the schedule, from the files themselves: default and preflight both serve on 30001
+    (their group_vars), trixie runs default's playbooks and group_vars; nvidia_driver's repositories are
+    on 33000-33002 and multinode uses Docker's bridge network ports 32140/32150, apart from fleet's 321xx."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import molecule_scenarios  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    res = {name: molecule_scenarios.scenario_resources(ROOT, name) for name in SCENARIOS}
+    assert "port-30001" in res["default"] & res["preflight"] & res["trixie"]
+    assert res["default"] - {"scenario-default"} <= res["trixie"]
+    assert not res["default"] & res["nvidia_driver"]
+    assert not res["fleet"] & res["multinode"]
+    assert {"port-33000", "port-33001", "port-33002"} <= res["nvidia_driver"]
+    assert all(f"scenario-{name}" in res[name] for name in SCENARIOS)
+
+
+def test_two_jobs_overlap_scenarios_but_never_two_that_share_a_port(tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import molecule_scenarios  # pylint: disable=import-outside-toplevel
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    cmd, env = _setup(tmp_path, {name: "sleep:1.5" for name in SCENARIOS}, jobs=2)
+    env["STANDIN_TIMES"] = str(tmp_path / "times")
+    started = time.monotonic()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    wall = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted((tmp_path / "calls").read_text().split()) == SCENARIOS  # each once
+    times = _intervals(tmp_path / "times")
+    overlapping = {(a, b) for a in SCENARIOS for b in SCENARIOS
+                   if a < b and times[a][0] < times[b][1] and times[b][0] < times[a][1]}
+    assert overlapping, times  # two ran at once
+    for a, b in overlapping:
+        shared = (molecule_scenarios.scenario_resources(ROOT, a) & molecule_scenarios.scenario_resources(ROOT, b))
+        assert not shared, f"{a} and {b} ran at once, sharing {shared}"
+    assert not any(a == b for a, b in overlapping)
+    assert wall < 1.5 * len(SCENARIOS) + 8  # less than one after another (the stand-ins' own start included)
+    # the terminal shows whose line it is; each log holds its own scenario's lines only
+    assert f"{SCENARIOS[0]} | {SCENARIOS[0]} line 2" in proc.stdout
+    for name in SCENARIOS:
+        log = (tmp_path / "logs" / f"molecule-{name}.log").read_text()
+        assert f"{name} line 2" in log and " | " not in log
+        assert not any(f"{other} line 2" in log for other in SCENARIOS if other != name)
+    assert "up to 2 at once" in proc.stdout
+
+
+def test_two_runs_on_one_lock_take_turns_on_a_scenario_and_wait_for_a_plain_flock(tmp_path):
+    """Two checkouts on one Docker engine: the same scenario of another run, or a `flock LOCK molecule ...` by
+    hand (exclusive on the lock file), makes this run wait; the wait is said and not counted as the scenario's."""
+    lock = tmp_path / "molecule.lock"
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    runs = []
+    for folder in (first_dir, second_dir):
+        cmd, env = _setup(folder, {"default": "sleep:3"}, jobs=2)
+        env.update(GPUFLEET_MOLECULE_LOCK=str(lock), STANDIN_TIMES=str(tmp_path / "times"))
+        runs.append((cmd, env))
+    first = subprocess.Popen([*runs[0][0], "default"], env=runs[0][1], stdout=subprocess.PIPE, text=True)
+    calls = first_dir / "calls"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not calls.exists():
+        time.sleep(0.05)
+    second = subprocess.run([*runs[1][0], "default", "nvidia_driver"], env=runs[1][1], capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert first.wait(timeout=60) == 0 and second.returncode == 0, second.stdout
+    assert "default: waiting for another run's scenario" in second.stdout
+    lines = [line.split() for line in (tmp_path / "times").read_text().splitlines()]
+    defaults = [(float(start), float(end)) for name, start, end in lines if name == "default"]
+    assert len(defaults) == 2 and defaults[1][0] >= defaults[0][1], lines  # the second waited for the first
+    # a plain exclusive flock on the lock file (a scenario run by hand, an older runner) holds every scenario back
+    import fcntl  # pylint: disable=import-outside-toplevel
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        waiting = subprocess.Popen([*runs[1][0], "preflight"], env=runs[1][1], stdout=subprocess.PIPE, text=True)
+        time.sleep(2)
+        assert waiting.poll() is None
+        fcntl.flock(held, fcntl.LOCK_UN)
+    assert waiting.wait(timeout=60) == 0
+
+
+def test_an_interrupted_parallel_run_stops_every_scenario_in_progress(tmp_path):
+    cmd, env = _setup(tmp_path, {name: "hang" for name in SCENARIOS}, jobs=2)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    calls = tmp_path / "calls"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(calls.read_text().split() if calls.exists() else []) < 2:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    stdout = proc.communicate(timeout=120)[0]
+    assert proc.returncode == 128 + signal.SIGTERM, stdout
+    summary = _summary(stdout)
+    started = calls.read_text().split()
+    assert len(started) == 2
+    assert all(summary[name].startswith("INTERRUPTED") for name in started)
+    assert all(summary[name].startswith("NOT RUN") for name in SCENARIOS if name not in started)
+    # no stand-in left running
+    leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "molecule_stand_in.py")], capture_output=True,
+                              text=True, check=False)
+    assert leftover.stdout.strip() == ""
