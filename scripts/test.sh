@@ -147,7 +147,7 @@ for stage in $stages; do
   case $stage in
     lint)     run_stage lint scripts/lint.sh ;;
     sanity)   run_stage sanity scripts/ansible-test-sanity.sh ;;
-    unit)     wait_engine; run_stage unit pytest -p no:cacheprovider "${unit_args[@]}" tests/unit tests/integration ;;
+    unit)     wait_engine; run_stage unit pytest -p no:cacheprovider --durations=25 "${unit_args[@]}" tests/unit tests/integration ;;
     build)    run_stage build scripts/check-collection-build.sh ;;
     molecule)
       # shellcheck disable=SC2086  # SCENARIOS is a list of names
