@@ -34,4 +34,5 @@ python=$(command -v python3.11 || command -v python3)
 pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 # --venv: ansible-test builds its own pinned virtualenvs (pylint, yamllint, ...) from PyPI, so the
 # project venv stays untouched.
-exec ansible-test sanity --venv --python "$pyver" --color no "$@"
+# Not exec: the EXIT trap must still remove the copy (an exec'd run left a /tmp/gpufleet-sanity.* behind each time).
+ansible-test sanity --venv --python "$pyver" --color no "$@"
