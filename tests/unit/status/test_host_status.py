@@ -40,9 +40,12 @@ OPEN_580 = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.173.02
 
 @pytest.fixture(scope="module")
 def release_files(tmp_path_factory):
-    """SGLang 0.5.10.post1's device_communicators/*.py (the real sdist), unpatched and patched."""
+    return unpack_release(tmp_path_factory.mktemp("release"))
+
+
+def unpack_release(out):
+    """SGLang 0.5.10.post1's device_communicators/*.py (the real sdist) under OUT/plain and OUT/patched."""
     archive = download("sglang", "0.5.10.post1")
-    out = tmp_path_factory.mktemp("release")
     prefix = "sglang-0.5.10.post1/sglang/" + COMM + "/"
     with tarfile.open(archive) as tf:
         for member in tf.getmembers():
