@@ -190,7 +190,7 @@ def main():
             git_url=dict(type="str", default="https://github.com/sgl-project/sglang.git"),
             python=dict(type="path", default="/opt/sglang/venv/bin/python"),
             patches=dict(type="list", elements="dict", default=[]),
-            required_keys=dict(type="list", elements="raw", default=[12]),
+            required_keys=dict(type="list", elements="raw", default=[12], no_log=False),
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             unit_name=dict(type="str", required=True),
             unit_content=dict(type="str"),
@@ -210,7 +210,7 @@ def main():
     def run(argv):
         return module.run_command(argv, environ_update={"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
 
-    result = read(module.params, run, lambda name: module.get_bin_path(name))
+    result = read(module.params, run, module.get_bin_path)
     module.exit_json(changed=False, **result)
 
 

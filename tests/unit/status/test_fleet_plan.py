@@ -25,8 +25,9 @@ def ok_result():
                                                  "generated": "2026-12-05T05:00:00Z"}}
 
 
-def entry(host, result=None, smoke=SMOKE, error=None):
-    return {"host": host, "result": result if result is not None else ok_result(), "smoke": smoke, "error": error}
+def entry(host, result=None, smoke="passed", error=None):
+    return {"host": host, "result": result if result is not None else ok_result(),
+            "smoke": dict(SMOKE) if smoke == "passed" else smoke, "error": error}
 
 
 def test_converged_fleet_plans_nothing():
