@@ -176,11 +176,13 @@ def judge_sglang(build_dir, ref, git_url, python, run, git):
     facts = {"served_tree": tree, "served_commit": served_commit, "built_at": record.get("built_at"),
              "build_seconds": record.get("build_seconds"), "version": record.get("version"),
              "verified": record.get("verified")}
-    detail = []
+    detail, unknown = [], []
     try:
         commit, refusal = build_state.resolve({"ref": ref, "git_url": git_url}, paths, run, git)
     except build_state.ReadError as exc:
-        commit, refusal = None, str(exc)
+        # the remote did not answer: nothing to judge the served commit against (not a drift of the host)
+        commit, refusal = None, None
+        unknown.append(str(exc))
     facts["ref"] = ref
     facts["ref_commit"] = commit
     want_tree = "%s/%s" % (paths["builds"], commit) if commit else None
@@ -194,9 +196,9 @@ def judge_sglang(build_dir, ref, git_url, python, run, git):
         detail.append("%s has no build.json: the served build never completed" % tree)
     if refusal:
         detail.append("sglang_build_ref=%s: %s" % (ref, refusal))
-    elif commit is None:
-        detail.append("sglang_build_ref=%s could not be resolved (no git, no local clone)" % ref)
-    elif served_commit and commit != served_commit:
+    elif commit is None and not unknown:
+        unknown.append("sglang_build_ref=%s could not be resolved here (no git)" % ref)
+    elif commit and served_commit and commit != served_commit:
         detail.append("serves %s, sglang_build_ref=%s is %s now (%s)" % (
             served_commit[:12], ref, commit[:12], "built, not served" if facts["ref_built"] else "not built"))
     verified = record.get("verified") if isinstance(record.get("verified"), dict) else None
@@ -205,10 +207,8 @@ def judge_sglang(build_dir, ref, git_url, python, run, git):
     elif verified and python and verified.get("python") != python:
         detail.append("the import check ran with %s, the server runs %s" % (verified.get("python"), python))
     if detail:
-        return concern("drift", detail, **facts)
-    if commit is None:
-        return concern("unknown", ["the ref's commit is unknown"], **facts)
-    return concern("ok", **facts)
+        return concern("drift", detail + unknown, **facts)
+    return concern("unknown" if unknown else "ok", unknown, **facts)
 
 
 def judge_patch(source_dir, patches, required_keys):

@@ -269,3 +269,20 @@ def test_module_reads_and_changes_nothing(tmp_path, release_files):
     assert result["changed"] is False
     assert result["concerns"]["patch"]["state"] == "ok" and result["concerns"]["driver"]["state"] == "ok"
     assert snapshot() == before
+
+
+def test_unreachable_remote_leaves_the_ref_unknown(tmp_path, release_files):
+    """A branch ref with no local clone and a remote that does not answer: unknown, not drift."""
+    root = make_host(tmp_path, release_files)
+
+    def run(argv):
+        if argv[1] == "show":
+            return 0, ACTIVE, ""
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    missing = tmp_path / "no-such-repository"
+    sglang = fs.read(params(root, ref="main", git_url=str(missing)), run,
+                     lambda name: shutil.which(name) if name == "git" else "/bin/systemctl")["concerns"]["sglang"]
+    assert sglang["state"] == "unknown" and sglang["ref_commit"] is None
+    assert "ls-remote" in sglang["detail"][0]
