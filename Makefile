@@ -8,10 +8,11 @@ LIMIT ?= llm-server
 ARGS ?=
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: deploy test test-cold venv venv-test lint sanity unit molecule build clean help
+.PHONY: deploy status test test-cold venv venv-test lint sanity unit molecule build clean help
 
 help:
 	@echo "make deploy [LIMIT=host|group] [ARGS='--tags sm120-patch --check --diff']"
+	@echo "make status [LIMIT=host|group] [ARGS='-e llm_server_status_hashes=true']  (read-only; exit 2 on drift)"
 	@echo "make test   (lint, sanity, unit, molecule; installs Docker/images/venv as needed)"
 	@echo "make test-cold  (make test from a fresh clone, empty caches and no base images)"
 
@@ -23,6 +24,9 @@ venv-test:
 
 deploy: venv
 	ansible-playbook site.yml -l $(LIMIT) $(ARGS)
+
+status: venv
+	ansible-playbook playbooks/status.yml -l $(LIMIT) $(ARGS)
 
 test:
 	@scripts/test.sh

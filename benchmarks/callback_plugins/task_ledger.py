@@ -50,7 +50,7 @@ STATE_MANAGING = frozenset({
 REMOTE_READ = frozenset({
     "stat", "slurp", "find", "setup", "gather_facts", "package_facts", "service_facts", "uri", "getent",
     "wait_for", "wait_for_connection", "ping", "gpu_info", "model_manifest", "sglang_preflight",
-    "openai_smoke_test", "job_progress", "pve_guest_devices",
+    "openai_smoke_test", "job_progress", "pve_guest_devices", "host_status",
 })
 CONTROLLER_ONLY = frozenset({
     "assert", "set_fact", "debug", "fail", "meta", "include_tasks", "import_tasks", "include_role",
