@@ -154,9 +154,7 @@ def test_two_jobs_overlap_scenarios_but_never_two_that_share_a_port(tmp_path):
         sys.path.remove(str(ROOT / "scripts"))
     cmd, env = _setup(tmp_path, {name: "sleep:1.5" for name in SCENARIOS}, jobs=2)
     env["STANDIN_TIMES"] = str(tmp_path / "times")
-    started = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted((tmp_path / "calls").read_text().split()) == SCENARIOS  # each once
     times = _intervals(tmp_path / "times")
@@ -167,7 +165,6 @@ def test_two_jobs_overlap_scenarios_but_never_two_that_share_a_port(tmp_path):
         shared = (molecule_scenarios.scenario_resources(ROOT, a) & molecule_scenarios.scenario_resources(ROOT, b))
         assert not shared, f"{a} and {b} ran at once, sharing {shared}"
     assert not any(a == b for a, b in overlapping)
-    assert wall < 1.5 * len(SCENARIOS) + 8  # less than one after another (the stand-ins' own start included)
     # the terminal shows whose line it is; each log holds its own scenario's lines only
     assert f"{SCENARIOS[0]} | {SCENARIOS[0]} line 2" in proc.stdout
     for name in SCENARIOS:
