@@ -27,6 +27,8 @@ description:
     C(systemctl show).
 author:
   - gpufleet maintainers (@gpufleet)
+extends_documentation_fragment:
+  - gpufleet.llm_server.attributes.read_only
 options:
   read:
     description: Which read to make.
@@ -108,13 +110,6 @@ options:
   unit_name:
     description: The unit's name (C(sglang_service_unit_name)). Required with O(read=apply).
     type: str
-attributes:
-  check_mode:
-    support: full
-    description: Reads only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing; the role's writers show their diffs when they run.
 notes:
   - The access check of O(read=host) needs root (the module fails and says so otherwise).
 seealso:

@@ -119,6 +119,17 @@ def test_access_check_takes_the_users_group(world):
     assert problems == ["%s (not readable and searchable)" % others_only]
 
 
+def _in_forked_child(target, path):
+    """Run target(str(path), queue) in a forked child (it changes its own ids): its exit code and what it put."""
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=target, args=(str(path), queue))
+    process.start()
+    answer = queue.get(timeout=30)
+    process.join(30)
+    return process.exitcode, answer
+
+
 def _check_with_root_groups(path, queue):
     os.setgroups([0])  # the caller's supplementary group root must not reach the child
     queue.put(state.access_check(state.account("nobody", "")["passwd"], [{"kind": "d", "path": path}]))
@@ -126,13 +137,8 @@ def _check_with_root_groups(path, queue):
 
 def test_access_check_drops_the_callers_supplementary_groups(world):
     group_root_only = mkdir(world / "group-root", 0o070)
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=_check_with_root_groups, args=(str(group_root_only), queue))
-    process.start()
-    problems = queue.get(timeout=30)
-    process.join(30)
-    assert process.exitcode == 0
+    exitcode, problems = _in_forked_child(_check_with_root_groups, group_root_only)
+    assert exitcode == 0
     assert problems == ["%s (not readable and searchable)" % group_root_only]
 
 
@@ -147,12 +153,7 @@ def _check_as_nobody(path, queue):
 
 
 def test_access_check_without_root_is_refused_with_the_fix(world):
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    process = context.Process(target=_check_as_nobody, args=(str(world), queue))
-    process.start()
-    message = queue.get(timeout=30)
-    process.join(30)
+    _exitcode, message = _in_forked_child(_check_as_nobody, world)
     assert message.startswith("sglang_service_user=nobody: checking what that user can use needs root")
     assert "Fix: run the role as root (become: true)" in message
 
