@@ -237,11 +237,6 @@ def judge_patch(source_dir, patches, required_keys):
 
 
 # -- unit and restart ------------------------------------------------------------------------------
-def sha256_of(path):
-    data = hs.read_file(path)
-    return None if data is None else hashlib.sha256(data).hexdigest()
-
-
 def judge_unit(unit_path, wanted_content, known_good_path, show):
     installed = hs.read_file(unit_path)
     facts = {"path": unit_path, "installed_sha256": None if installed is None else hashlib.sha256(installed).hexdigest(),
