@@ -152,7 +152,9 @@ def test_a_split_exec_start_is_what_systemd_rejects(tmp_path):
     hosts = {"bypass": _host(tmp_path, "bypass", {"m": {}}, "m", unit_verify_bypass=bypass)}
     proc, _result = _play(tmp_path, hosts)
     assert proc.rc == 0, proc.stdout[-4000:]
-    verify = _verify(tmp_path / "bypass" / "units" / "sglang-m.service")
+    unit = tmp_path / "bypass" / "units" / "sglang-m.service"
+    assert unit.is_file()  # in tmp: systemd-analyze would otherwise find a unit of that name under /etc
+    verify = _verify(unit)
     assert verify.returncode != 0 and "Unbalanced quoting" in verify.stderr
 
 
