@@ -38,6 +38,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -107,21 +108,37 @@ def first_failure(log: pathlib.Path) -> str:
     return molecule_error[:240]
 
 
-class CrossRunLocks:
-    """The flocks of GPUFLEET_MOLECULE_LOCK (module docstring); taken without blocking, all or none."""
+def port_lock_folder() -> pathlib.Path:
+    """tests/support/ports.py's LOCKS (the same rule; the runner does not import the test tree)."""
+    return pathlib.Path(os.environ.get("GPUFLEET_PORT_LOCKS") or pathlib.Path(tempfile.gettempdir()) / "gpufleet-test-ports")
 
-    def __init__(self, path: str | None):
+
+class CrossRunLocks:
+    """The flocks of GPUFLEET_MOLECULE_LOCK (module docstring) and of the tests' port pool; taken without blocking,
+    all or none.
+
+    PORT_LOCKS is tests/support/ports.py's folder: `make test` runs the scenarios beside the unit stage (issue 36),
+    whose servers take loopback ports from pools under an flock on PORT_LOCKS/<port>.lock. Holding the same lock
+    for each port of a running scenario keeps a test off a port the scenario's stand-in server binds, and the
+    scenario waits for a test that holds one of its ports."""
+
+    def __init__(self, path: str | None, port_locks: pathlib.Path | None = None):
         self.path = path
+        self.port_locks = port_locks
 
     def try_take(self, resources: frozenset[str]) -> list | None:
-        if not self.path:
-            return []
         held = []
         try:
-            pending = [(self.path, fcntl.LOCK_SH)]
-            folder = pathlib.Path(self.path + ".d")
-            folder.mkdir(parents=True, exist_ok=True)
-            pending += [(str(folder / resource), fcntl.LOCK_EX) for resource in sorted(resources)]
+            pending = []
+            if self.port_locks is not None:
+                self.port_locks.mkdir(parents=True, exist_ok=True)
+                pending += [(str(self.port_locks / f"{resource[len('port-'):]}.lock"), fcntl.LOCK_EX)
+                            for resource in sorted(resources) if resource.startswith("port-")]
+            if self.path:
+                pending.append((self.path, fcntl.LOCK_SH))
+                folder = pathlib.Path(self.path + ".d")
+                folder.mkdir(parents=True, exist_ok=True)
+                pending += [(str(folder / resource), fcntl.LOCK_EX) for resource in sorted(resources)]
             for lock_path, kind in pending:
                 handle = open(lock_path, "a")  # pylint: disable=consider-using-with  # released in release()
                 try:
@@ -173,7 +190,7 @@ class Runner:  # pylint: disable=too-many-instance-attributes
         self.scenarios = scenarios
         self.jobs = max(1, args.jobs)
         self.resources = {name: scenario_resources(args.project, name) for name in scenarios}
-        self.locks = CrossRunLocks(os.environ.get("GPUFLEET_MOLECULE_LOCK") or None)
+        self.locks = CrossRunLocks(os.environ.get("GPUFLEET_MOLECULE_LOCK") or None, port_lock_folder())
         # One at a time: the order given (or name order); several: longest first.
         self.queue = list(scenarios) if self.jobs == 1 else sorted(
             scenarios, key=lambda name: -DURATION_HINTS.get(name, 120))
@@ -205,7 +222,8 @@ class Runner:  # pylint: disable=too-many-instance-attributes
                 if name not in self.waiting_said:
                     self.waiting_said.add(name)
                     print(f"=== [molecule] {name}: waiting for another run's scenario on the same container or "
-                          f"ports (lock {self.locks.path})", flush=True)
+                          f"ports, or a test holding one of its ports (locks {self.locks.path}, "
+                          f"{self.locks.port_locks})", flush=True)
                 continue
             # A signal between the start of molecule and its bookkeeping would leave it running unseen: the
             # handler only notes it meanwhile (a blocked signal mask would be inherited by molecule).

@@ -61,7 +61,13 @@ import threading
 import time
 import urllib.parse
 
+try:
+    from support.ports import PortPool
+except ImportError:  # run by hand as a script: tests/support is sys.path[0]
+    from ports import PortPool  # type: ignore[no-redef]
+
 PORTS = range(30300, 30400)
+_PORT_POOL = PortPool(PORTS)
 CDN_HOST = "127.0.0.2"
 
 
@@ -158,22 +164,36 @@ class FakeHub:
 
     def start(self) -> FakeHub:
         handler = _make_handler(self)
-        ports = [self._wanted_port] if self._wanted_port else list(PORTS)
-        for port in ports:
+        if self._wanted_port:
+            self.port = self._wanted_port
+            hub = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), handler)
             try:
-                hub = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-            except OSError:
-                continue
-            try:
-                cdn = http.server.ThreadingHTTPServer((CDN_HOST, port), handler)
+                self._servers = [hub, http.server.ThreadingHTTPServer((CDN_HOST, self.port), handler)]
             except OSError:
                 hub.server_close()
-                continue
-            self.port = port
-            self._servers = [hub, cdn]
-            break
+                raise
         else:
-            raise RuntimeError("fake_hf_hub: no free port in %s-%s" % (ports[0], ports[-1]))
+            # A port of the pool (held under its lock until stop(): tests/support/ports.py) on both addresses.
+            refused = []
+            try:
+                while not self._servers:
+                    port = _PORT_POOL.take()
+                    try:
+                        hub = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+                    except OSError:
+                        refused.append(port)
+                        continue
+                    try:
+                        cdn = http.server.ThreadingHTTPServer((CDN_HOST, port), handler)
+                    except OSError:
+                        hub.server_close()
+                        refused.append(port)
+                        continue
+                    self.port = port
+                    self._servers = [hub, cdn]
+            finally:
+                for port in refused:
+                    _PORT_POOL.release(port)
         for server in self._servers:
             server.daemon_threads = True
             threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -184,6 +204,8 @@ class FakeHub:
             server.shutdown()
             server.server_close()
         self._servers = []
+        if not self._wanted_port and self.port:
+            _PORT_POOL.release(self.port)
 
     def __enter__(self) -> FakeHub:
         return self.start()

@@ -4,18 +4,25 @@ A bind check alone is racy between processes: two pytest-xdist workers (or two c
 machine) can both find a port free before either server has bound it. So a port is handed out only under
 an exclusive lock on `<tmp>/gpufleet-test-ports/<port>.lock` (flock, non-blocking), which this process holds
 until the test `release`s the port, or until it exits: the kernel drops the lock of a process that died, so
-no stale lock is left behind. A port something else already listens on (a Molecule scenario, a server of an
-older checkout) is skipped by the bind check as before.
+no stale lock is left behind. A port something else already listens on (a server of an older checkout) is
+skipped by the bind check as before.
+
+A Molecule scenario's ports are held in the same folder by scripts/molecule_scenarios.py for as long as the
+scenario runs (its stand-in servers bind them inside a container that shares this loopback): `make test` runs
+the scenarios beside the unit stage (issue 36), so a test must not take a port a scenario's server is about to
+bind. GPUFLEET_PORT_LOCKS names the folder (default `<tmp>/gpufleet-test-ports`); the runner's own tests point it
+at their tmp_path, away from a real run's scenarios.
 """
 
 from __future__ import annotations
 
 import fcntl
+import os
 import pathlib
 import socket
 import tempfile
 
-LOCKS = pathlib.Path(tempfile.gettempdir()) / "gpufleet-test-ports"
+LOCKS = pathlib.Path(os.environ.get("GPUFLEET_PORT_LOCKS") or pathlib.Path(tempfile.gettempdir()) / "gpufleet-test-ports")
 
 
 def bindable(port: int, host: str = "127.0.0.1") -> bool:

@@ -53,6 +53,9 @@ def _setup(tmp_path: pathlib.Path, behaviour: dict[str, str], *, jobs: int = 1) 
     # A lock inherited from the calling run (make test-cold beside other engineers' scenarios) would
     # make the stand-in scenarios wait for real ones: they timed out at 300 s in issue 12's cold run.
     env.pop("GPUFLEET_MOLECULE_LOCK", None)
+    # The runner holds each scenario's ports in the tests' port-lock folder (tests/support/ports.py): its own,
+    # or these stand-ins would wait for the real scenarios that `make test` runs beside the unit stage.
+    env["GPUFLEET_PORT_LOCKS"] = str(tmp_path / "port-locks")
     env.update({f"STANDIN_{name}": value for name, value in behaviour.items()})
     cmd = [sys.executable, str(RUNNER), "--log-dir", str(tmp_path / "logs"),
            "--molecule", f"{sys.executable} {stand_in}", "--jobs", str(jobs)]
@@ -207,6 +210,38 @@ def test_two_runs_on_one_lock_take_turns_on_a_scenario_and_wait_for_a_plain_floc
         assert waiting.poll() is None
         fcntl.flock(held, fcntl.LOCK_UN)
     assert waiting.wait(timeout=60) == 0
+
+
+def test_a_scenario_and_the_tests_port_pool_never_hand_out_the_same_port(tmp_path, monkeypatch):
+    """`make test` runs the scenarios beside the unit stage: a scenario waits while a test holds one of its ports
+    (as smoke_rollback's stand-in server on 30250 lies inside the smoke tests' pool), and the pool skips the port
+    while the scenario runs. The pool is the real tests/support/ports.py, pointed at the runner's lock folder; the
+    scenario is a one-file project of its own on a port nothing else uses (33990), so a real scenario running on
+    this machine cannot disturb the test."""
+    from support import ports  # pylint: disable=import-outside-toplevel
+
+    project = tmp_path / "project"
+    (project / "molecule" / "probe").mkdir(parents=True)
+    (project / "molecule" / "probe" / "molecule.yml").write_text("# its stand-in server: 127.0.0.1:33990\n")
+    cmd, env = _setup(tmp_path, {"probe": "sleep:3"})
+    monkeypatch.setattr(ports, "LOCKS", pathlib.Path(env["GPUFLEET_PORT_LOCKS"]))
+    pool = ports.PortPool(range(33990, 33992))
+    assert pool.take() == 33990
+    runner = subprocess.Popen([*cmd, "--project", str(project), "probe"], env=env, stdout=subprocess.PIPE, text=True)
+    time.sleep(2)
+    assert runner.poll() is None and not (tmp_path / "calls").exists()  # waiting for the test's port
+    pool.release(33990)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (tmp_path / "calls").exists():
+        time.sleep(0.05)
+    assert (tmp_path / "calls").read_text().split() == ["probe"]
+    assert pool.take() == 33991  # the scenario holds 33990 while it runs
+    pool.release(33991)
+    out, _ = runner.communicate(timeout=60)
+    assert runner.returncode == 0, out
+    assert "probe: waiting for another run's scenario on the same container or ports, or a test holding" in out
+    assert pool.take() == 33990  # handed back when the scenario ended
+    pool.release(33990)
 
 
 def test_an_interrupted_parallel_run_stops_every_scenario_in_progress(tmp_path):
