@@ -100,8 +100,31 @@ options:
   unit_content:
     description:
       - The unit as the inventory renders it today. When omitted, the unit is compared with the known-good
-        snapshot in O(known_good_dir).
+        snapshot in O(known_good_dir), and the result keeps the unit's text (RV(concerns)) so that the
+        controller can compare it with a rendering made after this read (C(playbooks/status.yml)).
     type: str
+  env_file:
+    description: The unit's environment file (C(sglang_service_env_file)); read for the comparison with O(env_content).
+    type: path
+  env_content:
+    description: The environment file as the inventory renders it today (no secrets in it); needs O(env_file).
+    type: str
+  credential_encrypt:
+    description:
+      - C(sglang_service_credential_encrypt); the result's RV(credentials) says how
+        M(gpufleet.llm_server.systemd_credential) would store a credential on this host (the unit's
+        C(LoadCredential=) or C(LoadCredentialEncrypted=) lines follow it).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  start_record:
+    description:
+      - sglang_service's record of the last real start of the server (C(start_to_ready_s), seconds from the
+        start to readiness).
+    type: path
+  reboot_record:
+    description: nvidia_driver's record of its last reboot (C(reboot_s), the seconds C(ansible.builtin.reboot) took).
+    type: path
   known_good_dir:
     description: C(sglang_service_known_good_dir).
     type: path
@@ -170,6 +193,22 @@ deployment:
   returned: always
   type: dict
   sample: {"present": true, "profile": "kimi-k2.5", "sglang_commit": "4f2a...", "generated": "2026-12-01T12:00:00Z"}
+records:
+  description:
+    - The measured figures of the plan - C(start_to_ready) from O(start_record), C(reboot) from O(reboot_record);
+      each C(path), C(seconds) (null when never recorded), C(recorded) (when) and C(error).
+  returned: always
+  type: dict
+  sample: {"start_to_ready": {"path": "/var/lib/gpufleet/sglang/start-to-ready.json", "seconds": 412.3,
+           "recorded": "2026-12-01T12:07:00Z", "error": null},
+           "reboot": {"path": "/var/lib/gpufleet/nvidia-driver/reboot.json", "seconds": null, "recorded": null,
+           "error": null}}
+credentials:
+  description: How a credential would be stored on this host now - C(format) (V(encrypted), V(plain) or null),
+    C(directive) (C(LoadCredentialEncrypted), C(LoadCredential) or null) and C(error).
+  returned: always
+  type: dict
+  sample: {"format": "encrypted", "directive": "LoadCredentialEncrypted", "error": null}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -194,6 +233,11 @@ def main():
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             unit_name=dict(type="str", required=True),
             unit_content=dict(type="str"),
+            env_file=dict(type="path"),
+            env_content=dict(type="str"),
+            credential_encrypt=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+            start_record=dict(type="path"),
+            reboot_record=dict(type="path"),
             known_good_dir=dict(type="path", default="/var/lib/gpufleet/sglang/known-good"),
             restart_marker=dict(type="path", default="/var/lib/gpufleet/sglang/restart-pending"),
             model_path=dict(type="path", default=""),
@@ -204,6 +248,7 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             procfs_root=dict(type="path", default="/proc"),
         ),
+        required_by={"env_content": "env_file"},
         supports_check_mode=True,
     )
 
