@@ -17,10 +17,12 @@ description:
     NVIDIA pinning package, version pins in apt's preferences, the kernel module loaded now), the CUDA
     toolkit package, the SGLang build served through sglang_build's C(current) link against the commit
     O(ref) resolves to now, the SM120 keys in the tables the served tree reads, the SGLang unit file against
-    the unit rendered from the inventory (O(unit_content)) or the known-good snapshot, systemd's view of the
-    unit, the restart-pending marker, the model files against model_download's record, and the deployment
-    record.
-  - Read-only - it opens files for reading and runs C(systemctl show) and C(git rev-parse)/C(git ls-remote)
+    the unit rendered from the inventory (O(unit_content), and its environment file with O(env_content)) or the
+    known-good snapshot, systemd's view of the unit, how a credential would be stored on the host, the
+    restart-pending marker, the model files against model_download's record, the deployment record, and the
+    records of the last start-to-ready (O(start_record)) and reboot (O(reboot_record)).
+  - Read-only - it opens files for reading and runs C(systemctl show), C(systemctl --version) and
+    C(git rev-parse)/C(git ls-remote)
     (a branch or tag ref is resolved on the remote, nothing is fetched). Safe while the server serves.
   - The plan (what a deploy would do and cost) is worked out on the controller by the
     M(gpufleet.llm_server.fleet_status_report) filter from this module's result.
@@ -179,6 +181,10 @@ concerns:
   description:
     - Per concern (driver, cuda, sglang, patch, unit, restart, model) - C(state) (V(ok), V(drift), V(pending),
       V(unknown)), C(detail) (sentences) and that concern's facts.
+    - The unit's facts include C(installed_text) and C(env_text) (the unit and environment file as installed, null
+      when missing or unreadable), C(compared_with), and the parts of its verdict (C(known_good_detail),
+      C(state_detail), C(pending_detail)), so that the controller can judge it again against a rendering made after
+      this read (the M(gpufleet.llm_server.fleet_status_report) filter, which drops them from the report).
   returned: always
   type: dict
   sample:
