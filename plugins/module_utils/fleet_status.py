@@ -358,7 +358,9 @@ def _excerpts(a, b, width=100):
         start -= 1
         if column - start > 80:
             break
-    cut = (lambda text: ("..." if start else "") + text[start:start + width] + ("..." if len(text) > start + width else ""))
+
+    def cut(text):
+        return ("..." if start else "") + text[start:start + width] + ("..." if len(text) > start + width else "")
     return cut(a), cut(b)
 
 

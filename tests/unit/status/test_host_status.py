@@ -401,6 +401,6 @@ def test_credential_format_as_systemd_credential_would_choose(encrypt, creds, ve
     def run(argv):
         assert argv == ["/bin/systemctl", "--version"], argv
         return 0, version, ""
-    got = fs.credential_format(encrypt, run, lambda name: {"systemctl": "/bin/systemctl", "systemd-creds": creds}.get(name))
+    got = fs.credential_format(encrypt, run, {"systemctl": "/bin/systemctl", "systemd-creds": creds}.get)
     assert (got["format"], got["directive"]) == want
     assert (got["error"] is None) == (want[0] is not None)
