@@ -5,7 +5,8 @@
 Not part of `make test`. No containers: each "host" is this machine over the local connection, with the
 sglang_build, sglang_service and model_download paths pointed at a small converged-looking tree under a
 temporary directory (a served build with build.json and SGLang 0.5.10.post1's real device_communicators
-from PyPI, patched; a unit and its known-good copy; a recorded model). The driver and CUDA are read from this
+from PyPI, patched, in the release's whole sglang package, against which status renders the unit; a unit and its
+known-good copy; a recorded model). The driver and CUDA are read from this
 machine's real dpkg database (no NVIDIA stack here: those two concerns drift, so every run exits 2 by design and
 the exit status is not judged). What it measures is the cost that grows with the fleet: one host_status run per
 host (AnsiballZ, forks) and the plan on the controller.
@@ -21,6 +22,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,15 +40,29 @@ from ansible_collections.gpufleet.llm_server.plugins.module_utils import fleet_s
 
 def host_tree(work):
     import test_host_status as t  # the unit tests' converged host (real files)
+    from support import pypi
     release = work / "release"
     release.mkdir()
-    return t.make_host(work, t.unpack_release(release)), t
+    root = t.make_host(work, t.unpack_release(release))
+    # The whole sglang package of the release under the served build (its patched device_communicators kept), so that
+    # status renders the unit against its real flag definitions as on a real host (sglang_service's render_files).
+    full = pypi.extract(pypi.download("sglang", "0.5.10.post1"), work / "sdist")
+    [pkg] = [p.parent.parent for p in full.rglob("srt/server_args.py")
+             if p.parent.parent.name == "sglang" and "multimodal_gen" not in str(p)]
+    served = root / "opt/sglang/builds" / t.COMMIT / "src/python/sglang"
+    shutil.copytree(pkg, served, dirs_exist_ok=True, ignore=lambda d, names: [n for n in names if (
+        pathlib.Path(d) / n).relative_to(pkg).as_posix() == "srt/distributed/device_communicators"])
+    return root, t
 
 
 def inventory(root, size, work):
     hostvars = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                 "llm_server_model": "tiny",
-                "llm_server_models": {"tiny": {"model_path": str(root / "srv/models/tiny")}},
+                "llm_server_models": {"tiny": {"model_path": str(root / "srv/models/tiny"), "served_model_name": "tiny",
+                                               "tp_size": 1}},
+                "llm_server_expected_gpu_count": 0, "sglang_service_python": sys.executable,
+                "sglang_service_env_dir": str(root / "etc/gpufleet/sglang"),
+                "sglang_service_launcher": str(root / "usr/local/libexec/gpufleet/gpufleet-launch"),
                 "sglang_build_dir": str(root / "opt/sglang"), "sglang_build_ref": "4f2a" + "0" * 36,
                 "sglang_service_unit_dir": str(root / "etc/systemd/system"),
                 "sglang_service_unit_name": "sglang-tiny.service",
@@ -66,8 +82,10 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--no-render", action="store_true",
+                        help="llm_server_status_render=false: the unit against its known-good copy only")
     args = parser.parse_args()
-    out = {"load_before": os.getloadavg()[0], "sizes": {}}
+    out = {"load_before": os.getloadavg()[0], "render": not args.no_render, "sizes": {}}
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
         root, _t = host_tree(work)
@@ -91,13 +109,20 @@ def main():
             for _run in range(args.runs):
                 start = time.monotonic()
                 proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv),
-                                       str(ROOT / "playbooks" / "status.yml")], cwd=ROOT, env=env,
+                                       str(ROOT / "playbooks" / "status.yml")]
+                                      + (["-e", "llm_server_status_render=false"] if args.no_render else []), cwd=ROOT, env=env,
                                       capture_output=True, text=True, check=False)
                 walls.append(time.monotonic() - start)
                 # rc 2 only from the final drift check (driver and CUDA are absent here), with every host read
                 if proc.returncode not in (0, 2) or "fleet: %d host(s)" % size not in proc.stdout:
                     raise SystemExit("status.yml failed (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout[-3000:],
                                                                              proc.stderr[-3000:]))
+                # every host's unit was compared with sglang_service's rendering (its render ran, not the fallback)
+                report = json.loads((work / "status.json").read_text())
+                compared = {h["concerns"]["unit"].get("compared_with") for h in report["hosts"].values()}
+                if (compared == {"rendered from the inventory"}) == args.no_render:
+                    raise SystemExit("the unit was not rendered: %s" % [
+                        h["concerns"]["unit"]["detail"] for h in report["hosts"].values()])
             entries = [{"host": "status-%d" % i, "result": result, "smoke": None} for i in range(1, size + 1)]
             calls = []
             for _call in range(200):

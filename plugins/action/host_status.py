@@ -13,14 +13,11 @@ the module's options that the task leaves out, and runs the module once on the h
 
 from __future__ import annotations
 
-import os
-from collections import ChainMap
-
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
+from ansible_collections.gpufleet.llm_server.plugins.plugin_utils.role_vars import role_variables
 
 MODULE = "gpufleet.llm_server.host_status"
-ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
 
 # option -> (role, variable) whose value the inventory (or the role's default) gives it.
 FROM_ROLES = {
@@ -35,6 +32,8 @@ FROM_ROLES = {
     "unit_name": ("sglang_service", "sglang_service_unit_name"),
     "known_good_dir": ("sglang_service", "sglang_service_known_good_dir"),
     "restart_marker": ("sglang_service", "sglang_service_restart_marker"),
+    "env_file": ("sglang_service", "sglang_service_env_file"),
+    "credential_encrypt": ("sglang_service", "sglang_service_credential_encrypt"),
     "model_record_dir": ("model_download", "model_download_record_dir"),
 }
 DRIVER = {"branch": "nvidia_driver_branch", "version": "nvidia_driver_version", "flavor": "nvidia_driver_flavor",
@@ -48,13 +47,7 @@ class ActionModule(ActionBase):
 
     def _role_vars(self, role, task_vars, cache):
         if role not in cache:
-            layers = []
-            for part in ("vars", "defaults"):
-                path = os.path.join(ROLES_DIR, role, part, "main.yml")
-                layers.append(self._loader.load_from_file(path, cache="all", trusted_as_template=True) or {}
-                              if os.path.exists(path) else {})
-            variables = ChainMap(task_vars, *layers)
-            cache[role] = (variables, self._templar.copy_with_new_env(available_variables=variables))
+            cache[role] = role_variables(self._loader, self._templar, role, task_vars)
         return cache[role]
 
     def _wanted(self, role, name, task_vars, cache):
@@ -85,6 +78,9 @@ class ActionModule(ActionBase):
             profile = self._wanted("sglang_service", "sglang_service_profile_name", task_vars, cache)
             profiles = self._wanted("sglang_service", "sglang_service_profiles", task_vars, cache) or {}
             state_dir = self._wanted("sglang_service", "sglang_service_state_dir", task_vars, cache)
+            driver_state_dir = self._wanted("nvidia_driver", "nvidia_driver_state_dir", task_vars, cache)
+            # what cuda_toolkit exports for the unit's environment (its vars/main.yml), for the rendering in status.yml
+            cuda_env = self._wanted("cuda_toolkit", "__cuda_toolkit_env", task_vars, cache)
         except AnsibleError as exc:
             result.update(failed=True, msg=str(exc.message if hasattr(exc, "message") else exc))
             return result
@@ -92,8 +88,13 @@ class ActionModule(ActionBase):
             args["model_path"] = str((profiles.get(profile) or {}).get("model_path") or "")
         if "deployment_record" not in args:
             args["deployment_record"] = "%s/deployment-%s.json" % (state_dir, profile)
+        # sglang_service's record of its last real start (tasks/record_ready.yml), nvidia_driver's of its last reboot
+        if "start_record" not in args and state_dir:
+            args["start_record"] = "%s/start-to-ready.json" % state_dir
+        if "reboot_record" not in args and driver_state_dir:
+            args["reboot_record"] = "%s/reboot.json" % driver_state_dir
         result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
         result["wanted"] = {"profile": profile, "ref": args.get("ref"), "driver": args.get("driver"),
                             "cuda_version": args.get("cuda_version"), "unit_name": args.get("unit_name"),
-                            "model_path": args.get("model_path")}
+                            "model_path": args.get("model_path"), "cuda_toolkit_env": cuda_env}
         return result

@@ -14,11 +14,11 @@ live on the controller.
 from __future__ import annotations
 
 import os
-from collections import ChainMap
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import role_inputs
+from ansible_collections.gpufleet.llm_server.plugins.plugin_utils import role_vars
 
 ARGUMENT_SPEC = {
     "roles": {"type": "list", "elements": "str", "required": True},
@@ -31,7 +31,7 @@ ARGUMENT_SPEC = {
 
 FACT = "gpufleet_llm_server_checked_roles"
 PREFIX = "gpufleet.llm_server."
-ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
+ROLES_DIR = role_vars.ROLES_DIR
 
 
 class ActionModule(ActionBase):
@@ -39,14 +39,6 @@ class ActionModule(ActionBase):
     _requires_connection = False
     _supports_check_mode = True
     _supports_async = False
-
-    def _role_file(self, role, *parts):
-        return os.path.join(ROLES_DIR, role, *parts)
-
-    def _load(self, path, trusted):
-        if not os.path.exists(path):
-            return None
-        return self._loader.load_from_file(path, cache="all", trusted_as_template=trusted) or {}
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -58,18 +50,14 @@ class ActionModule(ActionBase):
         problems, checked, deferred = {}, [], {}
         for name in args["roles"]:
             role = name[len(PREFIX):] if name.startswith(PREFIX) else name
-            specs = self._load(self._role_file(role, "meta", "argument_specs.yml"), trusted=False)
+            specs = role_vars.load(self._loader, role_vars.role_file(role, "meta", "argument_specs.yml"), trusted=False)
             if specs is None:
                 problems[role] = ["role_inputs: no roles/%s/meta/argument_specs.yml in this collection (%s); "
                                   "name one of its roles." % (role, ROLES_DIR)]
                 continue
             options = role_inputs.entry_options(specs, args["entry_point"])
-            defaults = self._load(self._role_file(role, "defaults", "main.yml"), trusted=True) or {}
-            # The role's private vars/main.yml (__ names some defaults read), its defaults below everything
-            # else, as Ansible layers them; no copy of the task variables.
-            private = self._load(self._role_file(role, "vars", "main.yml"), trusted=True) or {}
-            variables = ChainMap(task_vars, private, defaults)
-            templar = self._templar.copy_with_new_env(available_variables=variables)
+            # The role's private vars/main.yml and defaults below the task variables (plugin_utils/role_vars.py).
+            variables, templar = role_vars.role_variables(self._loader, self._templar, role, task_vars)
             values, undefined, errors = {}, [], []
             wanted = [option for option in options if option not in skip] + list(role_inputs.EXTRA_VARIABLES.get(role, ()))
             for option in wanted:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 
-from ansible_collections.gpufleet.llm_server.plugins.module_utils.fleet_status import CONCERNS
+from ansible_collections.gpufleet.llm_server.plugins.module_utils.fleet_status import CONCERNS, rejudge_unit
 
 ALL_CONCERNS = CONCERNS + ("smoke",)
 GB = 1000 ** 3
@@ -51,14 +51,31 @@ def epoch(timestamp):
     return float(calendar.timegm(tuple(int(x) for x in match.groups()) + (0, 0, 0)))
 
 
-def host_plan(concerns, reboot_seconds=None):
+def _recorded(records, name):
+    figure = (records or {}).get(name) if isinstance(records, dict) else None
+    seconds = figure.get("seconds") if isinstance(figure, dict) else None
+    return None if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) else seconds
+
+
+def host_plan(concerns, reboot_seconds=None, records=None):
+    """reboot_seconds: llm_server_status_reboot_seconds (overrides the host's record); records: host_status's
+    `records` (sglang_service's last start-to-ready, nvidia_driver's last reboot, measured on the host)."""
     driver, sglang, model = concerns["driver"], concerns["sglang"], concerns["model"]
     reboot = bool(driver.get("reboot_pending") or driver.get("reinstall"))
     rebuild = sglang["state"] == "drift" and bool(sglang.get("ref_commit")) and not sglang.get("ref_built")
     restart = not reboot and any(concerns[c]["state"] in ("drift", "pending")
                                  for c in ("sglang", "patch", "unit", "restart", "model"))
     bytes_missing = int(model.get("bytes_missing") or 0)
-    start_to_ready = concerns["smoke"].get("start_to_ready_s")
+    # sglang_service's record of its last real start first, the smoke test's report as the fallback.
+    start_to_ready, start_source = _recorded(records, "start_to_ready"), "sglang_service"
+    if start_to_ready is None:
+        start_to_ready = concerns["smoke"].get("start_to_ready_s")
+        start_source = "smoke_test" if start_to_ready is not None else None
+    if reboot_seconds is not None:
+        reboot_source = "llm_server_status_reboot_seconds"
+    else:
+        reboot_seconds = _recorded(records, "reboot")
+        reboot_source = "nvidia_driver" if reboot_seconds is not None else None
     if not (reboot or restart):
         downtime = 0.0
     elif start_to_ready is None or (reboot and reboot_seconds is None):
@@ -67,12 +84,16 @@ def host_plan(concerns, reboot_seconds=None):
         downtime = float(start_to_ready) + (float(reboot_seconds) if reboot else 0.0)
     return {"reboot": reboot, "rebuild": rebuild, "last_build_seconds": sglang.get("build_seconds"),
             "restart": restart or reboot, "last_start_to_ready_seconds": start_to_ready,
+            "start_to_ready_source": start_source,
+            "reboot_seconds": None if reboot_seconds is None else float(reboot_seconds), "reboot_seconds_source": reboot_source,
             "download_bytes": bytes_missing, "download_gb": round(bytes_missing / GB, 3),
             "downtime_seconds": downtime}
 
 
 def report(hosts, batch=1, reboot_seconds=None, generated=None):
-    """hosts: [{'host', 'result' (host_status's), 'smoke' (the last report or None), 'error' (or None)}] in the play's order."""
+    """hosts: [{'host', 'result' (host_status's), 'smoke' (the last report or None), 'error' (or None),
+    'rendered' (sglang_service's unit and environment file rendered from the inventory, or why not; optional)}]
+    in the play's order."""
     out, names = {}, []
     for entry in hosts:
         name = entry["host"]
@@ -84,17 +105,20 @@ def report(hosts, batch=1, reboot_seconds=None, generated=None):
                          "plan": None, "drift": [], "pending": []}
             continue
         concerns = dict(result["concerns"])
+        concerns["unit"] = rejudge_unit(concerns["unit"], entry.get("rendered"))
         concerns["smoke"] = _smoke(entry.get("smoke"))
         states = {c: concerns[c]["state"] for c in ALL_CONCERNS}
         out[name] = {"reachable": True, "concerns": concerns, "deployment": result.get("deployment"),
                      "wanted": result.get("wanted"),
                      "drift": [c for c in ALL_CONCERNS if states[c] == "drift"],
                      "pending": [c for c in ALL_CONCERNS if states[c] == "pending"],
-                     "plan": host_plan(concerns, reboot_seconds)}
+                     "records": result.get("records"),
+                     "plan": host_plan(concerns, reboot_seconds, result.get("records"))}
     order = batches(names, batch)
     plans = [h["plan"] for h in out.values() if h["plan"]]
     downtimes = [p["downtime_seconds"] for p in plans]
     totals = {"hosts": len(names), "drifting": sorted(n for n, h in out.items() if h["drift"]),
+              "pending": sorted(n for n, h in out.items() if h["pending"]),
               "unreachable": sorted(n for n, h in out.items() if not h["reachable"]),
               "reboots": sum(1 for p in plans if p["reboot"]), "rebuilds": sum(1 for p in plans if p["rebuild"]),
               "restarts": sum(1 for p in plans if p["restart"]),
@@ -103,11 +127,16 @@ def report(hosts, batch=1, reboot_seconds=None, generated=None):
               # each batch as long as its slowest host.
               "rollout_seconds": None if None in downtimes else sum(
                   max([out[n]["plan"]["downtime_seconds"] for n in b if out[n]["plan"]] or [0.0]) for b in order)}
-    summary = "; ".join(["%s: %s" % (n, "+".join(out[n]["drift"])) for n in totals["drifting"]]
-                        + ["%s: not read (%s)" % (n, out[n]["error"]) for n in totals["unreachable"]])
+    drift = "; ".join(["%s: %s" % (n, "+".join(out[n]["drift"])) for n in totals["drifting"]]
+                      + ["%s: not read (%s)" % (n, out[n]["error"]) for n in totals["unreachable"]])
+    pending = "; ".join("%s: %s" % (n, "+".join(out[n]["pending"])) for n in totals["pending"])
+    parts = (["drift on " + drift] if drift else []) + (["pending on " + pending] if pending else [])
     return {"generated": generated, "hosts": out, "order": order, "totals": totals,
             "drift": bool(totals["drifting"] or totals["unreachable"]),
-            "summary": ("drift on " + summary) if summary else "no drift on %d host(s)" % len(names)}
+            "pending": bool(totals["pending"]),
+            "drift_summary": ("drift on " + drift) if drift else "no drift on %d host(s)" % len(names),
+            "pending_summary": ("pending on " + pending) if pending else "nothing pending on %d host(s)" % len(names),
+            "summary": "; ".join(parts) if parts else "no drift and nothing pending on %d host(s)" % len(names)}
 
 
 def _yes(flag):
@@ -116,6 +145,10 @@ def _yes(flag):
 
 def _seconds(value):
     return "unknown" if value is None else "%ds" % round(float(value))
+
+
+def _source(value, source):
+    return _seconds(value) + (" from %s" % source if value is not None and source else "")
 
 
 def table(rep):
@@ -132,19 +165,22 @@ def table(rep):
             for sentence in host["concerns"][c]["detail"]:
                 lines.append("%s %s: %s" % (name, c, sentence))
         plan, dep = host["plan"], host.get("deployment") or {}
-        lines.append("%s plan: reboot %s, rebuild %s (last build %s), restart %s (last start-to-ready %s), download %.1f GB, "
-                     "downtime %s" % (name, _yes(plan["reboot"]), _yes(plan["rebuild"]), _seconds(plan["last_build_seconds"]),
-                                      _yes(plan["restart"]), _seconds(plan["last_start_to_ready_seconds"]),
-                                      plan["download_gb"], _seconds(plan["downtime_seconds"]) if (plan["reboot"] or plan["restart"])
-                                      else "none"))
+        lines.append("%s plan: reboot %s (last reboot %s), rebuild %s (last build %s), restart %s (last start-to-ready %s), "
+                     "download %.1f GB, downtime %s" % (
+                         name, _yes(plan["reboot"]), _source(plan.get("reboot_seconds"), plan.get("reboot_seconds_source")),
+                         _yes(plan["rebuild"]), _seconds(plan["last_build_seconds"]), _yes(plan["restart"]),
+                         _source(plan["last_start_to_ready_seconds"], plan.get("start_to_ready_source")),
+                         plan["download_gb"], _seconds(plan["downtime_seconds"]) if (plan["reboot"] or plan["restart"])
+                         else "none"))
         smoke = host["concerns"]["smoke"]
         lines.append("%s record: profile %s, SGLang %s (%s); last smoke test %s at %s" % (
             name, dep.get("profile"), (dep.get("sglang_commit") or "-")[:12], dep.get("generated"),
             {True: "passed", False: "FAILED", None: "none"}[smoke["passed"]], smoke["finished"]))
     t = rep["totals"]
-    lines.append("fleet: %d host(s), drift on %s; reboots %d, rebuilds %d, restarts %d, download %.1f GB, "
+    lines.append("fleet: %d host(s), drift on %s, pending on %s; reboots %d, rebuilds %d, restarts %d, download %.1f GB, "
                  "rollout downtime %s; order %s" % (
-                     t["hosts"], ", ".join(t["drifting"]) or "none", t["reboots"], t["rebuilds"], t["restarts"],
+                     t["hosts"], ", ".join(t["drifting"]) or "none", ", ".join(t.get("pending") or []) or "none",
+                     t["reboots"], t["rebuilds"], t["restarts"],
                      t["download_gb"], _seconds(t["rollout_seconds"]),
                      " -> ".join("[%s]" % ", ".join(b) for b in rep["order"])))
     return "\n".join(lines)

@@ -23,6 +23,7 @@ from ansible_collections.gpufleet.llm_server.plugins.module_utils import model_m
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import python_source_patch as psp
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import restart_marker as rm
 from ansible_collections.gpufleet.llm_server.plugins.module_utils import sglang_build_state as build_state
+from ansible_collections.gpufleet.llm_server.plugins.module_utils import systemd_credential as sc
 
 CONCERNS = ("driver", "cuda", "sglang", "patch", "unit", "restart", "model")
 STATES = ("ok", "drift", "pending", "unknown")
@@ -237,45 +238,130 @@ def judge_patch(source_dir, patches, required_keys):
 
 
 # -- unit and restart ------------------------------------------------------------------------------
-def judge_unit(unit_path, wanted_content, known_good_path, show):
+# Facts of the unit concern only the controller uses (the comparison with the rendering from the inventory,
+# plugins/module_utils/fleet_plan.py): dropped from the report once used.
+UNIT_WORK_FACTS = ("installed_text", "env_text", "known_good_detail", "state_detail", "pending_detail")
+
+
+def _text(data):
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def compare_rendered(unit_path, installed_text, rendered_unit, env_path=None, env_text=None, rendered_env=None):
+    """Detail lines of the unit (and its environment file) against what the inventory renders today (what
+    `make deploy` would write): [] when both are the same. env_text None: the file could not be read (not judged)."""
+    detail = []
+    if installed_text != rendered_unit:
+        detail.append("%s differs from the unit rendered from the inventory%s" % (
+            unit_path, _first_difference(installed_text.encode("utf-8"), rendered_unit.encode("utf-8"))))
+    if rendered_env is not None and env_path:
+        if env_text is None and not os.path.lexists(env_path):
+            detail.append("%s is not installed" % env_path)
+        elif env_text is not None and env_text != rendered_env:
+            detail.append("%s differs from the environment file rendered from the inventory%s" % (
+                env_path, _first_difference(env_text.encode("utf-8"), rendered_env.encode("utf-8"))))
+    return detail
+
+
+def unit_verdict(facts, file_detail, state_detail, pending_detail, notes=()):
+    detail = list(file_detail) + list(state_detail)
+    if detail:
+        return concern("drift", detail + list(pending_detail), **facts)
+    return concern("pending" if pending_detail else "ok", list(pending_detail) + list(notes), **facts)
+
+
+def judge_unit(unit_path, wanted_content, known_good_path, show, env_path=None, wanted_env=None):
+    """The unit file against wanted_content (rendered from the inventory) or, without it, the known-good snapshot,
+    and systemd's view of it. The facts keep what rejudge_unit needs to compare again on the controller."""
     installed = hs.read_file(unit_path)
+    env = hs.read_file(env_path) if env_path else None
     facts = {"path": unit_path, "installed_sha256": None if installed is None else hashlib.sha256(installed).hexdigest(),
              "active_state": show.get("ActiveState"), "sub_state": show.get("SubState"),
              "active_since": show.get("ActiveEnterTimestamp") or None, "unit_file_state": show.get("UnitFileState"),
-             "need_daemon_reload": show.get("NeedDaemonReload") == "yes", "restarts": show.get("NRestarts")}
-    detail, pending = [], []
+             "need_daemon_reload": show.get("NeedDaemonReload") == "yes", "restarts": show.get("NRestarts"),
+             "env_path": env_path, "installed_text": _text(installed), "env_text": _text(env)}
     if installed is None:
+        facts.update(known_good_detail=[], state_detail=[], pending_detail=[], compared_with=None)
         return concern("drift", ["%s is not installed" % unit_path], **facts)
-    if wanted_content is not None:
-        facts["compared_with"] = "rendered from the inventory"
-        if installed != wanted_content.encode("utf-8"):
-            detail.append("%s differs from the unit rendered from the inventory%s" % (
-                unit_path, _first_difference(installed, wanted_content.encode("utf-8"))))
-    else:
-        known = hs.read_file(known_good_path) if known_good_path else None
-        facts["compared_with"] = known_good_path if known is not None else None
-        if known is not None and known != installed:
-            detail.append("%s differs from the known-good snapshot %s%s" % (
-                unit_path, known_good_path, _first_difference(installed, known)))
+    pending, state_detail, known_detail = [], [], []
+    known = hs.read_file(known_good_path) if known_good_path else None
+    facts["known_good_path"] = known_good_path if known is not None else None
+    if known is not None and known != installed:
+        known_detail.append("%s differs from the known-good snapshot %s%s" % (
+            unit_path, known_good_path, _first_difference(installed, known)))
     if facts["need_daemon_reload"]:
         pending.append("systemd still runs the unit loaded before the file changed (NeedDaemonReload=yes)")
     if show.get("ActiveState") not in ("active", "activating", "reloading"):
-        detail.append("%s is %s (%s)" % (os.path.basename(unit_path), show.get("ActiveState"), show.get("SubState")))
-    if detail:
-        return concern("drift", detail + pending, **facts)
-    return concern("pending" if pending else "ok", pending, **facts)
+        state_detail.append("%s is %s (%s)" % (os.path.basename(unit_path), show.get("ActiveState"), show.get("SubState")))
+    facts.update(known_good_detail=known_detail, state_detail=state_detail, pending_detail=pending)
+    if wanted_content is not None:
+        facts["compared_with"] = "rendered from the inventory"
+        file_detail = compare_rendered(unit_path, facts["installed_text"], wanted_content, env_path, facts["env_text"],
+                                       wanted_env)
+    else:
+        facts["compared_with"] = facts["known_good_path"]
+        file_detail = known_detail
+    return unit_verdict(facts, file_detail, state_detail, pending)
+
+
+def rejudge_unit(unit, rendered):
+    """On the controller: the module's unit concern judged again against the unit (and environment file) rendered
+    from today's inventory - rendered: {'unit': text, 'env': text or None} or {'unit': None, 'reason': why not}
+    (the known-good comparison stays, and the detail says why). The file texts are dropped from the result."""
+    facts = {k: v for k, v in unit.items() if k not in ("state", "detail") + UNIT_WORK_FACTS}
+    if "installed_text" not in unit:  # not host_status's unit concern (an older result): as it is
+        return unit
+    if unit.get("installed_text") is None:
+        return concern(unit["state"], unit["detail"], **facts)
+    if facts.get("compared_with") == "rendered from the inventory":  # the module compared already (unit_content)
+        return concern(unit["state"], unit["detail"], **facts)
+    notes = []
+    rendered = rendered if isinstance(rendered, dict) else {}
+    if isinstance(rendered.get("unit"), str):
+        facts["compared_with"] = "rendered from the inventory"
+        facts["env_compared"] = isinstance(rendered.get("env"), str) and unit.get("env_text") is not None
+        file_detail = compare_rendered(unit["path"], unit["installed_text"], rendered["unit"], unit.get("env_path"),
+                                       unit.get("env_text"), rendered.get("env"))
+    else:
+        file_detail = list(unit.get("known_good_detail") or [])
+        facts["render_error"] = rendered.get("reason") or "not rendered"
+        notes.append("not rendered from the inventory (%s): compared with %s" % (
+            facts["render_error"], ("the known-good snapshot " + facts["known_good_path"]) if facts.get("known_good_path")
+            else "nothing (no known-good snapshot)"))
+        if file_detail:
+            file_detail = file_detail + notes
+            notes = []
+    return unit_verdict(facts, file_detail, unit.get("state_detail") or [], unit.get("pending_detail") or [], notes)
 
 
 def _first_difference(have, want):
     have_lines, want_lines = have.decode("utf-8", "replace").splitlines(), want.decode("utf-8", "replace").splitlines()
     for number, (a, b) in enumerate(zip(have_lines, want_lines), 1):
         if a != b:
-            return " (line %d: %r, wanted %r)" % (number, a[:80], b[:80])
+            return " (line %d: %r, wanted %r)" % ((number,) + _excerpts(a, b))
     if len(have_lines) != len(want_lines):
         number = min(len(have_lines), len(want_lines)) + 1
         extra = have_lines[number - 1] if len(have_lines) > len(want_lines) else want_lines[number - 1]
         return " (line %d %s: %r)" % (number, "added" if len(have_lines) > len(want_lines) else "missing", extra[:80])
     return ""
+
+
+def _excerpts(a, b, width=100):
+    """The two lines whole when short, else each from a little before their first differing character (a long
+    ExecStart= differs in one flag far to the right)."""
+    if max(len(a), len(b)) <= width:
+        return a, b
+    column = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, column - 40)
+    # from the start of the word (the flag) the difference is in
+    while start > 0 and a[start - 1] != " ":
+        start -= 1
+        if column - start > 80:
+            break
+
+    def cut(text):
+        return ("..." if start else "") + text[start:start + width] + ("..." if len(text) > start + width else "")
+    return cut(a), cut(b)
 
 
 def judge_restart(marker_path, unit):
@@ -355,6 +441,19 @@ def read_preferences(root_files, root_dirs):
     return found
 
 
+def read_record(path, key):
+    """A JSON record's figure (sglang_service's start-to-ready, nvidia_driver's reboot): {'path', 'seconds',
+    'recorded', 'error'}; seconds None when there is none."""
+    record, error = build_state.read_json(path) if path else (None, None)
+    seconds = record.get(key) if isinstance(record, dict) else None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        if seconds is not None and error is None:
+            error = "%s is not a number of seconds" % key
+        seconds = None
+    return {"path": path, "seconds": seconds, "recorded": record.get("recorded") if isinstance(record, dict) else None,
+            "error": error}
+
+
 def read_deployment(path):
     record, error = build_state.read_json(path)
     if not isinstance(record, dict):
@@ -392,9 +491,26 @@ def read(params, run, which):
         if rc == 0:
             show = (hs.parse_systemctl_show(out) or [{}])[0]
     known_good = os.path.join(params["known_good_dir"], params["unit_name"]) if params["known_good_dir"] else None
-    unit = judge_unit(unit_path, params["unit_content"], known_good, show)
+    unit = judge_unit(unit_path, params["unit_content"], known_good, show, params.get("env_file"),
+                      params.get("env_content"))
     restart = judge_restart(params["restart_marker"], unit)
     model = judge_model(params["model_path"], params["model_record_dir"], params["hashes"])
     return {"concerns": {"driver": driver, "cuda": cuda, "sglang": sglang, "patch": patch, "unit": unit,
                          "restart": restart, "model": model},
-            "deployment": read_deployment(params["deployment_record"])}
+            "deployment": read_deployment(params["deployment_record"]),
+            "records": {"start_to_ready": read_record(params.get("start_record"), "start_to_ready_s"),
+                        "reboot": read_record(params.get("reboot_record"), "reboot_s")},
+            "credentials": credential_format(params.get("credential_encrypt"), run, which)}
+
+
+def credential_format(encrypt, run, which):
+    """How systemd_credential would store a credential on this host now (its own choice, read-only):
+    {'format', 'directive', 'error'}; the unit's LoadCredential lines follow it."""
+    systemctl = which("systemctl")
+    version = None
+    if systemctl:
+        rc, out, _err = run([systemctl, "--version"])
+        version = sc.systemd_version(out) if rc == 0 else None
+    fmt, error = sc.choose_format(encrypt or "auto", version, bool(which("systemd-creds")))
+    return {"format": fmt, "error": error,
+            "directive": {"encrypted": "LoadCredentialEncrypted", "plain": "LoadCredential"}.get(fmt)}

@@ -17,10 +17,12 @@ description:
     NVIDIA pinning package, version pins in apt's preferences, the kernel module loaded now), the CUDA
     toolkit package, the SGLang build served through sglang_build's C(current) link against the commit
     O(ref) resolves to now, the SM120 keys in the tables the served tree reads, the SGLang unit file against
-    the unit rendered from the inventory (O(unit_content)) or the known-good snapshot, systemd's view of the
-    unit, the restart-pending marker, the model files against model_download's record, and the deployment
-    record.
-  - Read-only - it opens files for reading and runs C(systemctl show) and C(git rev-parse)/C(git ls-remote)
+    the unit rendered from the inventory (O(unit_content), and its environment file with O(env_content)) or the
+    known-good snapshot, systemd's view of the unit, how a credential would be stored on the host, the
+    restart-pending marker, the model files against model_download's record, the deployment record, and the
+    records of the last start-to-ready (O(start_record)) and reboot (O(reboot_record)).
+  - Read-only - it opens files for reading and runs C(systemctl show), C(systemctl --version) and
+    C(git rev-parse)/C(git ls-remote)
     (a branch or tag ref is resolved on the remote, nothing is fetched). Safe while the server serves.
   - The plan (what a deploy would do and cost) is worked out on the controller by the
     M(gpufleet.llm_server.fleet_status_report) filter from this module's result.
@@ -100,8 +102,31 @@ options:
   unit_content:
     description:
       - The unit as the inventory renders it today. When omitted, the unit is compared with the known-good
-        snapshot in O(known_good_dir).
+        snapshot in O(known_good_dir), and the result keeps the unit's text (RV(concerns)) so that the
+        controller can compare it with a rendering made after this read (C(playbooks/status.yml)).
     type: str
+  env_file:
+    description: The unit's environment file (C(sglang_service_env_file)); read for the comparison with O(env_content).
+    type: path
+  env_content:
+    description: The environment file as the inventory renders it today (no secrets in it); needs O(env_file).
+    type: str
+  credential_encrypt:
+    description:
+      - C(sglang_service_credential_encrypt); the result's RV(credentials) says how
+        M(gpufleet.llm_server.systemd_credential) would store a credential on this host (the unit's
+        C(LoadCredential=) or C(LoadCredentialEncrypted=) lines follow it).
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  start_record:
+    description:
+      - sglang_service's record of the last real start of the server (C(start_to_ready_s), seconds from the
+        start to readiness).
+    type: path
+  reboot_record:
+    description: nvidia_driver's record of its last reboot (C(reboot_s), the seconds C(ansible.builtin.reboot) took).
+    type: path
   known_good_dir:
     description: C(sglang_service_known_good_dir).
     type: path
@@ -156,6 +181,10 @@ concerns:
   description:
     - Per concern (driver, cuda, sglang, patch, unit, restart, model) - C(state) (V(ok), V(drift), V(pending),
       V(unknown)), C(detail) (sentences) and that concern's facts.
+    - The unit's facts include C(installed_text) and C(env_text) (the unit and environment file as installed, null
+      when missing or unreadable), C(compared_with), and the parts of its verdict (C(known_good_detail),
+      C(state_detail), C(pending_detail)), so that the controller can judge it again against a rendering made after
+      this read (the M(gpufleet.llm_server.fleet_status_report) filter, which drops them from the report).
   returned: always
   type: dict
   sample:
@@ -170,6 +199,22 @@ deployment:
   returned: always
   type: dict
   sample: {"present": true, "profile": "kimi-k2.5", "sglang_commit": "4f2a...", "generated": "2026-12-01T12:00:00Z"}
+records:
+  description:
+    - The measured figures of the plan - C(start_to_ready) from O(start_record), C(reboot) from O(reboot_record);
+      each C(path), C(seconds) (null when never recorded), C(recorded) (when) and C(error).
+  returned: always
+  type: dict
+  sample: {"start_to_ready": {"path": "/var/lib/gpufleet/sglang/start-to-ready.json", "seconds": 412.3,
+           "recorded": "2026-12-01T12:07:00Z", "error": null},
+           "reboot": {"path": "/var/lib/gpufleet/nvidia-driver/reboot.json", "seconds": null, "recorded": null,
+           "error": null}}
+credentials:
+  description: How a credential would be stored on this host now - C(format) (V(encrypted), V(plain) or null),
+    C(directive) (C(LoadCredentialEncrypted), C(LoadCredential) or null) and C(error).
+  returned: always
+  type: dict
+  sample: {"format": "encrypted", "directive": "LoadCredentialEncrypted", "error": null}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -194,6 +239,11 @@ def main():
             unit_dir=dict(type="path", default="/etc/systemd/system"),
             unit_name=dict(type="str", required=True),
             unit_content=dict(type="str"),
+            env_file=dict(type="path"),
+            env_content=dict(type="str"),
+            credential_encrypt=dict(type="str", choices=["auto", "always", "never"], default="auto"),
+            start_record=dict(type="path"),
+            reboot_record=dict(type="path"),
             known_good_dir=dict(type="path", default="/var/lib/gpufleet/sglang/known-good"),
             restart_marker=dict(type="path", default="/var/lib/gpufleet/sglang/restart-pending"),
             model_path=dict(type="path", default=""),
@@ -204,6 +254,7 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             procfs_root=dict(type="path", default="/proc"),
         ),
+        required_by={"env_content": "env_file"},
         supports_check_mode=True,
     )
 

@@ -122,10 +122,13 @@ def params(root, **over):
 ACTIVE = "ActiveState=active\nSubState=running\nNeedDaemonReload=no\nActiveEnterTimestamp=Sat 2026-12-05 06:00:00 UTC\n"
 
 
+SYSTEMD_252 = "systemd 252 (252.39-1~deb12u2)\n+PAM +AUDIT +SELINUX +APPARMOR +IMA +SMACK +SECCOMP +GCRYPT -GNUTLS +OPENSSL\n"
+
+
 def fake_systemctl(show=ACTIVE):
     def run(argv):
-        assert argv[1] == "show", argv  # the only command besides git; never a write
-        return 0, show, ""
+        assert argv[1] in ("show", "--version"), argv  # the only commands besides git; never a write
+        return 0, (SYSTEMD_252 if argv[1] == "--version" else show), ""
     return run
 
 
@@ -286,3 +289,118 @@ def test_unreachable_remote_leaves_the_ref_unknown(tmp_path, release_files):
                      lambda name: shutil.which(name) if name == "git" else "/bin/systemctl")["concerns"]["sglang"]
     assert sglang["state"] == "unknown" and sglang["ref_commit"] is None
     assert "ls-remote" in sglang["detail"][0]
+
+
+# -- the unit against the rendering from today's inventory (compared on the controller: fleet_plan.report) ---------
+# Lines of a unit as sglang_service's template renders them (the ExecStart argv of a profile).
+UNIT = ("# Ansible managed\n[Unit]\nDescription=SGLang server (tiny)\n[Service]\nEnvironmentFile=/etc/gpufleet/sglang/tiny.env\n"
+        "ExecStart=\"/opt/sglang/venv/bin/python\" \"/usr/local/libexec/gpufleet/gpufleet-launch\" -m sglang.launch_server -- "
+        "--model-path /srv/models/tiny --tp-size 8 --mem-fraction-static 0.88\nRestart=on-failure\n")
+ENV = 'CUDA_HOME="/usr/local/cuda-13.0"\nGPUFLEET_SGLANG_PROFILE="tiny"\n'
+
+
+def unit_host(tmp_path, release_files):
+    root = make_host(tmp_path, release_files)
+    (root / "etc/systemd/system/sglang-tiny.service").write_text(UNIT)
+    (root / "var/lib/gpufleet/sglang/known-good/sglang-tiny.service").write_text(UNIT)
+    (root / "etc/gpufleet/sglang").mkdir(parents=True)
+    (root / "etc/gpufleet/sglang/tiny.env").write_text(ENV)
+    return root
+
+
+def read_unit(root, **over):
+    args = params(root, env_file=str(root / "etc/gpufleet/sglang/tiny.env"), **over)
+    return fs.read(args, fake_systemctl(), which)["concerns"]["unit"]
+
+
+def test_unit_rendered_the_same_is_ok_and_drops_the_texts(tmp_path, release_files):
+    root = unit_host(tmp_path, release_files)
+    unit = read_unit(root)
+    assert unit["installed_text"] == UNIT and unit["env_text"] == ENV  # kept for the controller's comparison
+    judged = fs.rejudge_unit(unit, {"unit": UNIT, "env": ENV})
+    assert judged["state"] == "ok" and judged["detail"] == [], judged
+    assert judged["compared_with"] == "rendered from the inventory" and judged["env_compared"] is True
+    assert not set(fs.UNIT_WORK_FACTS) & set(judged)
+
+
+def test_unit_changed_profile_flag_shows_the_first_differing_line(tmp_path, release_files):
+    """The inventory's profile changed (another --mem-fraction-static): the installed unit equals its known-good
+    snapshot, so only the comparison with the rendering sees it."""
+    root = unit_host(tmp_path, release_files)
+    unit = read_unit(root)
+    assert unit["state"] == "ok"  # the known-good comparison alone: invisible
+    judged = fs.rejudge_unit(unit, {"unit": UNIT.replace("0.88", "0.80"), "env": ENV})
+    assert judged["state"] == "drift"
+    assert len(judged["detail"]) == 1, judged["detail"]
+    assert "differs from the unit rendered from the inventory (line 6:" in judged["detail"][0]
+    assert "--mem-fraction-static 0.88" in judged["detail"][0] and "--mem-fraction-static 0.80" in judged["detail"][0]
+    added = fs.rejudge_unit(unit, {"unit": UNIT + "Environment=A=1\n", "env": ENV})
+    assert added["state"] == "drift" and "line 8 missing: 'Environment=A=1'" in added["detail"][0]
+
+
+def test_unit_environment_file_compared_too(tmp_path, release_files):
+    root = unit_host(tmp_path, release_files)
+    judged = fs.rejudge_unit(read_unit(root), {"unit": UNIT, "env": ENV.replace("13.0", "13.1")})
+    assert judged["state"] == "drift"
+    assert judged["detail"] == ["%s differs from the environment file rendered from the inventory (line 1: %r, wanted %r)" % (
+        root / "etc/gpufleet/sglang/tiny.env", 'CUDA_HOME="/usr/local/cuda-13.0"', 'CUDA_HOME="/usr/local/cuda-13.1"')]
+    (root / "etc/gpufleet/sglang/tiny.env").unlink()
+    missing = fs.rejudge_unit(read_unit(root), {"unit": UNIT, "env": ENV})
+    assert missing["state"] == "drift" and missing["detail"] == ["%s is not installed" % (root / "etc/gpufleet/sglang/tiny.env")]
+
+
+def test_unit_not_rendered_falls_back_to_the_known_good_snapshot(tmp_path, release_files):
+    root = unit_host(tmp_path, release_files)
+    why = "no SGLang build is served to render the unit against"
+    ok = fs.rejudge_unit(read_unit(root), {"unit": None, "env": None, "reason": why})
+    assert ok["state"] == "ok" and ok["render_error"] == why
+    assert ok["detail"] == ["not rendered from the inventory (%s): compared with the known-good snapshot %s" % (
+        why, root / "var/lib/gpufleet/sglang/known-good/sglang-tiny.service")]
+    (root / "etc/systemd/system/sglang-tiny.service").write_text(UNIT.replace("0.88", "0.5"))
+    drift = fs.rejudge_unit(read_unit(root), {"unit": None, "reason": why})
+    assert drift["state"] == "drift" and "known-good snapshot" in drift["detail"][0] and "line 6" in drift["detail"][0]
+    assert why in drift["detail"][1]
+
+
+def test_unit_inactive_and_reload_pending_kept_after_the_comparison(tmp_path, release_files):
+    root = unit_host(tmp_path, release_files)
+    args = params(root, env_file=str(root / "etc/gpufleet/sglang/tiny.env"))
+    unit = fs.read(args, fake_systemctl(ACTIVE.replace("NeedDaemonReload=no", "NeedDaemonReload=yes")), which)["concerns"]["unit"]
+    judged = fs.rejudge_unit(unit, {"unit": UNIT, "env": ENV})
+    assert judged["state"] == "pending" and "NeedDaemonReload=yes" in judged["detail"][0]
+    stopped = fs.read(args, fake_systemctl(ACTIVE.replace("ActiveState=active", "ActiveState=failed")), which)["concerns"]["unit"]
+    assert fs.rejudge_unit(stopped, {"unit": UNIT, "env": ENV})["state"] == "drift"
+
+
+def test_records_of_start_to_ready_and_reboot(tmp_path, release_files):
+    root = make_host(tmp_path, release_files)
+    state = root / "var/lib/gpufleet"
+    (state / "sglang/start-to-ready.json").write_text(json.dumps({"start_to_ready_s": 412.3, "recorded": "2026-12-05T06:00:00Z"}))
+    (state / "nvidia-driver").mkdir()
+    (state / "nvidia-driver/reboot.json").write_text(json.dumps({"reboot_s": 95.5, "recorded": "2026-12-04T06:00:00Z"}))
+    args = params(root, start_record=str(state / "sglang/start-to-ready.json"), reboot_record=str(state / "nvidia-driver/reboot.json"))
+    records = fs.read(args, fake_systemctl(), which)["records"]
+    assert records["start_to_ready"]["seconds"] == 412.3 and records["start_to_ready"]["recorded"] == "2026-12-05T06:00:00Z"
+    assert records["reboot"]["seconds"] == 95.5 and records["reboot"]["error"] is None
+    (state / "nvidia-driver/reboot.json").write_text("{not json")
+    (state / "sglang/start-to-ready.json").write_text(json.dumps({"start_to_ready_s": "soon"}))
+    records = fs.read(args, fake_systemctl(), which)["records"]
+    assert records["reboot"]["seconds"] is None and records["reboot"]["error"].startswith("not JSON")
+    assert records["start_to_ready"]["seconds"] is None and "not a number" in records["start_to_ready"]["error"]
+    none = fs.read(params(root), fake_systemctl(), which)["records"]
+    assert none["start_to_ready"] == {"path": None, "seconds": None, "recorded": None, "error": None}
+
+
+@pytest.mark.parametrize("encrypt, creds, version, want", [
+    ("auto", "/usr/bin/systemd-creds", SYSTEMD_252, ("encrypted", "LoadCredentialEncrypted")),
+    ("auto", None, SYSTEMD_252, ("plain", "LoadCredential")),
+    ("never", "/usr/bin/systemd-creds", SYSTEMD_252, ("plain", "LoadCredential")),
+    ("auto", "/usr/bin/systemd-creds", "systemd 245 (245.4)\n", (None, None)),
+])
+def test_credential_format_as_systemd_credential_would_choose(encrypt, creds, version, want):
+    def run(argv):
+        assert argv == ["/bin/systemctl", "--version"], argv
+        return 0, version, ""
+    got = fs.credential_format(encrypt, run, {"systemctl": "/bin/systemctl", "systemd-creds": creds}.get)
+    assert (got["format"], got["directive"]) == want
+    assert (got["error"] is None) == (want[0] is not None)
