@@ -103,8 +103,11 @@ setup() {
       [[ $image == gpufleet/* ]] || continue
       echo "setup: building the base image $image in the background (log: $logs/image-$suite.log)"
       rm -f "$logs/image-$suite.rc"
-      # The job's own output goes to its log too: a job that held setup's stdout would hold setup open.
-      { scripts/build-base-image.sh "$suite" "$image"; echo "$?" >"$logs/image-$suite.rc"; } </dev/null >"$logs/image-$suite.log" 2>&1 &
+      # One exec'd command, not a `{ ...; } &` group: a forked bash keeps the copy of run_stage's pipe that bash
+      # saves (close-on-exec) while it redirects a function's output, and setup then waited for both builds.
+      # shellcheck disable=SC2016  # expanded by the inner bash
+      bash -c 'scripts/build-base-image.sh "$1" "$2"; echo "$?" >"$3"' build-image "$suite" "$image" "$logs/image-$suite.rc" \
+        </dev/null >"$logs/image-$suite.log" 2>&1 &
       image_pids+=("$!:$suite")
     done
   fi
