@@ -139,8 +139,12 @@ def test_real_engine_cannot_stream_tool_calls_and_says_so(fc):
 
 
 def test_real_engine_trickling_stream_ends_at_the_deadline(fc):
-    """A real token-by-token stream that would run for a minute (EOS banned by logit_bias) ends at 3 s."""
-    client = Client(fc.base_url, API_KEY, timeout=3)
+    """A real token-by-token stream that would run for a minute (EOS banned by logit_bias) ends at the 8 s deadline.
+
+    8 s, not 3: with the unit stage's workers and Molecule on 2 cores, the engine's first token once came after
+    the whole 3 s (received 0, CI of stop 42); the deadline, not the speed, is what this test is about."""
+    deadline = 8
+    client = Client(fc.base_url, API_KEY, timeout=deadline)
     payload = {"model": "smollm2", "messages": [{"role": "user", "content": "Count from 1 to 1000."}],
                "max_tokens": 1500, "temperature": 0, "stream": True, "logit_bias": {"0": -100, "2": -100}}
     started = time.monotonic()
@@ -150,6 +154,6 @@ def test_real_engine_trickling_stream_ends_at_the_deadline(fc):
     took = time.monotonic() - started
     assert failure.value.kind == "timeout" and failure.value.phase == "stream"
     assert failure.value.received >= 1
-    assert 3.0 <= took < 5.0
+    assert deadline <= took < deadline + 10, "the deadline ends the stream, not its end (a minute of tokens)"
     # the engine noticed that the client left and answers the next request
     assert client.get_json("/v1/models", timeout=30)["data"][0]["id"] == "smollm2"

@@ -158,9 +158,11 @@ def test_report_names_each_role():
         "- cuda_toolkit: a", "- sglang_build: b", "- sglang_build: c"]
 
 
-# Entry points whose options are not main's: the router's worker request (a call, not configuration).
+# Entry points whose options are not main's: calls, not configuration (the router's worker request; the
+# start-to-ready seconds the smoke test measured and hands to the service role's record).
 NOT_MAIN_OPTIONS = {("sglang_router", "worker"): {"sglang_router_worker_url", "sglang_router_worker_state",
-                                                  "sglang_router_delegate", "sglang_router_worker_api_key"}}
+                                                  "sglang_router_delegate", "sglang_router_worker_api_key"},
+                    ("sglang_service", "record_ready"): {"sglang_service_ready_seconds"}}
 
 
 def _all_entry_points():
