@@ -23,8 +23,8 @@ import shutil
 
 DRIVER_VERSION_RE = re.compile(r"^(?:\d+:)?(\d{3})\.(\d+)(?:\.(\d+))?(?:-|$)")
 APT_ENV = {"LC_ALL": "C", "LANG": "C", "DEBIAN_FRONTEND": "noninteractive"}
-# A plan must not write apt's binary caches or lists: everything is computed in memory.
-READ_ONLY_OPTIONS = ["-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache="]
+# The system's source cache: apt's parse of every list file, valid until a list changes.
+SYSTEM_SRCPKGCACHE = "/var/cache/apt/srcpkgcache.bin"
 
 
 class AptError(Exception):
@@ -188,7 +188,7 @@ class AptTransaction:
     def __init__(self, run, workdir, install, install_first=(), remove=(), preferences=None,
                  driver_version_from=r"^(lib)?nvidia-", offered_pattern=r"^(lib)?nvidia-",
                  install_recommends=False, preferences_dir="/etc/apt/preferences.d", no_upgrade=False,
-                 dpkg_status="/var/lib/dpkg/status"):
+                 dpkg_status="/var/lib/dpkg/status", system_srcpkgcache=SYSTEM_SRCPKGCACHE):
         self.run = run
         self.workdir = workdir
         self.install = list(install)
@@ -202,13 +202,35 @@ class AptTransaction:
         self.no_upgrade = no_upgrade
         self.dpkg_status = dpkg_status
         self.prefs = os.path.join(workdir, "preferences.d")
+        self.system_srcpkgcache = system_srcpkgcache
         self.commands = []
         self.main_ops = []
+        self._cache_seeded = False
+
+    def _read_only_options(self):
+        """A plan must not write apt's binary caches or lists: its caches live in the work directory.
+
+        Not `Dir::Cache::pkgcache=` (no cache at all): then every apt call parses every list file again, about
+        0.45 s each against Debian's 82 MB of lists (measured 2026-12-06 in a Debian 12 container, 0.54 s against
+        0.11 s with a cache), and a plan makes four to six calls. The private caches are built once per plan,
+        from a copy of the system's source cache where there is one: apt checks a cache against the list files
+        and dpkg's status before using it and rebuilds what is stale, so a copy is never trusted blindly.
+        """
+        srcpkgcache = os.path.join(self.workdir, "srcpkgcache.bin")
+        if not self._cache_seeded:
+            self._cache_seeded = True
+            if os.path.isfile(self.system_srcpkgcache):
+                try:
+                    shutil.copyfile(self.system_srcpkgcache, srcpkgcache)
+                except OSError:
+                    pass  # apt builds it from the lists
+        return ["-o", "Dir::Cache::pkgcache=%s" % os.path.join(self.workdir, "pkgcache.bin"),
+                "-o", "Dir::Cache::srcpkgcache=%s" % srcpkgcache]
 
     # -- apt calls ---------------------------------------------------------------------------
     def _apt(self, argv, check=True, read_only=True, cwd=None):
-        options = ["-o", "Dir::Etc::PreferencesParts=%s" % self.prefs] if read_only else []
-        command = argv[:1] + (READ_ONLY_OPTIONS if read_only else []) + options + argv[1:]
+        options = self._read_only_options() + ["-o", "Dir::Etc::PreferencesParts=%s" % self.prefs] if read_only else []
+        command = argv[:1] + options + argv[1:]
         rc, out, err = self.run(command, environ_update=APT_ENV, cwd=cwd)
         if check and rc != 0:
             raise AptError("%s failed (rc %s)" % (" ".join(argv[:2]), rc), (out or "") + (err or ""))
