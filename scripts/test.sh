@@ -231,7 +231,7 @@ sanity_beside_lint=${SANITY_BESIDE_LINT:-1}
 for stage in $stages; do
   case $stage in
     lint)
-      if [ "$sanity_beside_lint" != 0 ] && [[ " $stages " == *" sanity "* ]]; then
+      if [ "$sanity_beside_lint" != 0 ] && [[ " $stages " == *" sanity "* ]] && [ -z "${status[sanity]:-}" ]; then
         start_beside sanity lint scripts/ansible-test-sanity.sh
       fi
       run_stage lint scripts/lint.sh ;;
@@ -262,10 +262,12 @@ report_stages="setup"
 # share is printed beside its time, so a change that breaks the budget shows in its own run's summary.
 # Over budget is reported, not failed: a slow machine must not turn a correct change red.
 # The stages one after the other share the 1,800 s; the engine builds in the background. A stage started beside
-# another counts from that one's start: sanity beside lint (the default) has lint's 90 s and its own 240 s in one
-# window of 240 s, and Molecule gets the 90 s that frees.
+# another counts from that one's start: sanity beside lint (the default) puts lint's 90 s and sanity's 240 s into
+# one window of 240 s for both, and Molecule gets the 90 s that frees.
 declare -A budget=([setup]=90 [engine]=450 [lint]=90 [sanity]=240 [unit]=540 [build]=30 [molecule]=810)
-[ -n "${beside_t0[sanity]:-}" ] && budget[molecule]=900
+if [ -n "${beside_t0[sanity]:-}" ]; then
+  budget[lint]=240 budget[molecule]=900
+fi
 if [ -n "${beside_t0[molecule]:-}" ]; then  # Molecule beside the unit stage
   budget[unit]=780 budget[molecule]=$((budget[molecule] + 450))
 fi
