@@ -205,7 +205,6 @@ class AptTransaction:
         self.system_srcpkgcache = system_srcpkgcache
         self.commands = []
         self.main_ops = []
-        self._cache_seeded = False
 
     def _read_only_options(self):
         """A plan must not write apt's binary caches or lists: its caches live in the work directory.
@@ -213,23 +212,23 @@ class AptTransaction:
         Not `Dir::Cache::pkgcache=` (no cache at all): then every apt call parses every list file again, about
         0.45 s each against Debian's 82 MB of lists (measured 2026-12-06 in a Debian 12 container, 0.54 s against
         0.11 s with a cache), and a plan makes four to six calls. The private caches are built once per plan,
-        from a copy of the system's source cache where there is one: apt checks a cache against the list files
-        and dpkg's status before using it and rebuilds what is stale, so a copy is never trusted blindly.
+        from a copy of the system's source cache where there is one (`_seed_caches`).
         """
-        srcpkgcache = os.path.join(self.workdir, "srcpkgcache.bin")
-        if not self._cache_seeded:
-            self._cache_seeded = True
-            if os.path.isfile(self.system_srcpkgcache):
-                try:
-                    shutil.copyfile(self.system_srcpkgcache, srcpkgcache)
-                except OSError:
-                    pass  # apt builds it from the lists
         return ["-o", "Dir::Cache::pkgcache=%s" % os.path.join(self.workdir, "pkgcache.bin"),
-                "-o", "Dir::Cache::srcpkgcache=%s" % srcpkgcache]
+                "-o", "Dir::Cache::srcpkgcache=%s" % os.path.join(self.workdir, "srcpkgcache.bin")]
+
+    def _seed_caches(self):
+        """Copy the system's source cache into the work directory: apt checks a cache against the list files and
+        dpkg's status before using it and rebuilds what is stale, so a copy is never trusted blindly."""
+        if os.path.isfile(self.system_srcpkgcache):
+            try:
+                shutil.copyfile(self.system_srcpkgcache, os.path.join(self.workdir, "srcpkgcache.bin"))
+            except OSError:
+                pass  # apt builds it from the lists
 
     # -- apt calls ---------------------------------------------------------------------------
     def _apt(self, argv, check=True, read_only=True, cwd=None):
-        options = self._read_only_options() + ["-o", "Dir::Etc::PreferencesParts=%s" % self.prefs] if read_only else []
+        options = (self._read_only_options() + ["-o", "Dir::Etc::PreferencesParts=%s" % self.prefs]) if read_only else []
         command = argv[:1] + options + argv[1:]
         rc, out, err = self.run(command, environ_update=APT_ENV, cwd=cwd)
         if check and rc != 0:
@@ -338,6 +337,7 @@ class AptTransaction:
     def plan(self):
         """Read-only. Returns a dict; `missing` non-empty means apt does not offer some wanted package."""
         self._prepare_preferences()
+        self._seed_caches()
         installed, held = self._installed()
         result = {"missing": [], "offered": [], "install_first": [], "installed": [], "removed": [],
                   "packages": [], "driver_version": "", "held_changed": [], "held": [], "commands": self.commands}
