@@ -44,7 +44,7 @@ unit: venv-test
 	python tests/support/llama_engine.py && pytest tests/unit tests/integration
 
 molecule: venv-test
-	scripts/ensure-docker.sh && scripts/build-base-image.sh && scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest && python scripts/molecule_scenarios.py --jobs $${MOLECULE_JOBS:-2}
+	scripts/ensure-docker.sh && scripts/build-base-image.sh && scripts/build-base-image.sh trixie gpufleet/debian13-systemd:latest && python scripts/molecule_scenarios.py --jobs $${MOLECULE_JOBS:-$$(($$(nproc) + 1))}
 
 build: venv
 	ansible-galaxy collection build --force --output-path build/

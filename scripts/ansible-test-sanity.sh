@@ -25,10 +25,13 @@ source = pathlib.Path(ansible_test.__file__).parent / "_internal" / "python_requ
 print(re.search(r"pip='([0-9.]+)'", source.read_text()).group(1))
 PY
 )
+# The stand-in seeds each venv's pip with this run's own pip (SEED_PIP_PYTHON) instead of ensurepip (issue 36).
 get_pip_cache="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
-if ! cmp -s "$root/scripts/ansible-test-get-pip.py" "$get_pip_cache"; then
+seed_python=$(python3 -c 'import sys; print(sys.executable)')
+get_pip=$(sed "s|^SEED_PIP_PYTHON = \"\"\$|SEED_PIP_PYTHON = \"$seed_python\"|" "$root/scripts/ansible-test-get-pip.py")
+if [ "$(cat "$get_pip_cache" 2>/dev/null)" != "$get_pip" ]; then
   mkdir -p "$(dirname "$get_pip_cache")"
-  cp "$root/scripts/ansible-test-get-pip.py" "$get_pip_cache"
+  printf '%s\n' "$get_pip" >"$get_pip_cache"
 fi
 python=$(command -v python3.11 || command -v python3)
 pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')

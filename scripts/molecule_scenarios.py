@@ -22,6 +22,13 @@ takes it exclusively and so waits for every scenario of this runner, and they fo
 exclusive flock on /path.d/<resource> for its own name and for each port it uses, so scenarios of
 different runs take turns exactly where they would collide.
 
+Where the time goes (issue 36): each scenario's log gets a companion LOG_DIR/molecule-NAME.times,
+one line per Molecule step, play and task with the seconds from the scenario's start and how long it
+lasted (until the next such line), and the summary ends with each scenario's step times and the
+slowest tasks of the whole run. The times come from when each line arrived, so no callback plugin is
+needed (profile_tasks leaks into the scenarios' nested ansible-playbook runs and breaks those that
+parse their JSON); a task that runs a nested ansible-playbook counts as one task.
+
     python scripts/molecule_scenarios.py [--log-dir DIR] [--molecule CMD] [--jobs N] [SCENARIO ...]
 """
 
@@ -47,6 +54,10 @@ ANSIBLE_ERROR = re.compile(r"^\[ERROR\]: (?P<msg>.*)")
 FAILED_HOST = re.compile(r"^(?:fatal|failed): \[[^\]]+\]")
 MOLECULE_ERROR = re.compile(r"^(?:ERROR|CRITICAL)\b|Traceback \(most recent call last\)")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The lines that start something in a scenario's output: a Molecule step, an Ansible play, task or handler.
+MOLECULE_STEP = re.compile(r"^INFO\s+\[(?P<scenario>[^\]>]+) > (?P<step>[^\]]+)\] (?P<what>Executing|Executed)")
+PROFILE_MARK = re.compile(r"^(?:(?:TASK|RUNNING HANDLER|PLAY) \[(?P<name>.*)\]|PLAY RECAP)")
+SLOWEST_TASKS_SHOWN = 12
 # The project's loopback ports are 30000-33999 (docs/development.md lists each scenario's range).
 LOOPBACK_PORT = re.compile(r"(?<![\d.])(3[0-3]\d{3})(?![\d.])")
 BORROWED_SCENARIO = re.compile(r"\.\./(?P<name>[A-Za-z0-9_]+)/")
@@ -168,6 +179,34 @@ class Running:
     locks: list
     started: float
     partial: bytes = b""
+    # (seconds since started, Molecule step, what started: "TASK [...]", "PLAY [...]", a step's start or end)
+    marks: list = dataclasses.field(default_factory=list)
+    step: str = ""
+
+    def note(self, line: bytes) -> None:
+        """Keep the time of a line that starts a step, play or task (the profile)."""
+        text = ANSI.sub("", line.decode(errors="replace")).strip()
+        if step := MOLECULE_STEP.match(text):
+            self.step = step.group("step") if step.group("what") == "Executing" else ""
+            self.marks.append((time.monotonic() - self.started, step.group("step"), f"{step.group('what')} step"))
+        elif PROFILE_MARK.match(text):
+            self.marks.append((time.monotonic() - self.started, self.step, text.rstrip("* ").strip()))
+
+
+def profile(marks: list, ended: float) -> tuple[dict[str, float], list[tuple[float, str, str, float]]]:
+    """Seconds per Molecule step, and (seconds, step, what, start) per task, play and handler of one scenario."""
+    steps: dict[str, float] = {}
+    begun: dict[str, float] = {}
+    tasks = []
+    for index, (at, step, what) in enumerate(marks):
+        if what == "Executing step":
+            begun[step] = at
+        elif what == "Executed step" and step in begun:
+            steps[step] = steps.get(step, 0.0) + at - begun.pop(step)
+        else:
+            until = marks[index + 1][0] if index + 1 < len(marks) else ended
+            tasks.append((until - at, step, what, at))
+    return steps, tasks
 
 
 def stop(running: Running) -> None:
@@ -196,6 +235,7 @@ class Runner:  # pylint: disable=too-many-instance-attributes
             scenarios, key=lambda name: -DURATION_HINTS.get(name, 120))
         self.running: dict[int, Running] = {}
         self.results: dict[str, tuple[str, float, str]] = {}
+        self.profiles: dict[str, tuple[dict[str, float], list]] = {}
         self.selector = selectors.DefaultSelector()
         self.started_count = 0
         self.waiting_said: set[str] = set()
@@ -248,6 +288,30 @@ class Runner:  # pylint: disable=too-many-instance-attributes
         self.running[proc.pid] = running
         self.selector.register(proc.stdout, selectors.EVENT_READ, running)
 
+    def write_profile(self, running: Running, took: float) -> None:
+        steps, tasks = profile(running.marks, took)
+        self.profiles[running.name] = (steps, tasks)
+        with open(self.args.log_dir / f"molecule-{running.name}.times", "w", encoding="utf-8") as out:
+            out.write("# start_s\tseconds\tstep\twhat (scripts/molecule_scenarios.py; the time from this line to the next)\n")
+            for seconds, step, what, at in sorted(tasks, key=lambda task: task[3]):
+                out.write(f"{at:.1f}\t{seconds:.1f}\t{step}\t{what}\n")
+            out.write("".join(f"# step {step}: {seconds:.1f} s\n" for step, seconds in steps.items()))
+
+    def report_profile(self) -> None:
+        """Each scenario's step times and the slowest tasks of the run (issue 36: find the time before cutting it)."""
+        if not self.profiles:
+            return
+        print("--- molecule steps (s)")
+        for name, (steps, _tasks) in sorted(self.profiles.items()):
+            if steps:
+                print(f"{name + ':':<17} " + ", ".join(f"{step} {seconds:.0f}" for step, seconds in steps.items()))
+        slowest = sorted(((seconds, name, step, what) for name, (_steps, tasks) in self.profiles.items()
+                          for seconds, step, what, _at in tasks if not what.startswith("PLAY")), reverse=True)
+        print(f"--- slowest Molecule tasks (of {sum(len(tasks) for _steps, tasks in self.profiles.values())}; "
+              f"each scenario's in LOG_DIR/molecule-NAME.times)")
+        for seconds, name, step, what in slowest[:SLOWEST_TASKS_SHOWN]:
+            print(f"{seconds:6.1f} s  {name} > {step}: {what[:150]}")
+
     def on_signal(self, signum: int, _frame) -> None:
         if self.launching:
             self.pending_signal = signum
@@ -262,6 +326,7 @@ class Runner:  # pylint: disable=too-many-instance-attributes
         took = time.monotonic() - running.started
         running.proc.stdout.close()
         running.log.close()
+        self.write_profile(running, took)
         self.locks.release(running.locks)
         del self.running[running.proc.pid]
         log_path = self.args.log_dir / f"molecule-{running.name}.log"
@@ -281,6 +346,7 @@ class Runner:  # pylint: disable=too-many-instance-attributes
             lines = (running.partial + data).split(b"\n")
             running.partial = lines.pop()
             for line in lines:
+                running.note(line)
                 self.emit(running, line + b"\n")
 
     def run(self) -> Interrupted | None:
@@ -332,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<16} {status:<16} {took:5.0f} s  {detail}".rstrip())
     print(f"molecule: {len(scenarios)} scenarios: {counts['passed']} passed, {counts['failed']} failed, "
           f"{counts['not run']} not run", flush=True)
+    runner.report_profile()
     if interrupted is not None:
         return 128 + interrupted.signum
     return 0 if counts["passed"] == len(scenarios) else 1

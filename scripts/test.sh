@@ -7,7 +7,7 @@
 #   STAGES="lint sanity unit build molecule" scripts/test.sh   # a subset
 #   SCENARIOS="default fleet" scripts/test.sh                  # some Molecule scenarios only
 #   PYTEST_WORKERS=0 scripts/test.sh                           # the unit stage in one process (default: cores + 1)
-#   MOLECULE_JOBS=1 scripts/test.sh                            # one Molecule scenario at a time (default: 2)
+#   MOLECULE_JOBS=1 scripts/test.sh                            # one Molecule scenario at a time (default: cores + 1)
 #   MOLECULE_BESIDE_UNIT=1 scripts/test.sh                     # Molecule beside the unit stage (more cores)
 #   SANITY_BESIDE_LINT=0 scripts/test.sh                       # sanity after lint (default: beside it)
 #   scripts/test-cold.sh                                       # the same from an empty cache, no images
@@ -32,9 +32,11 @@ export GPUFLEET_MOLECULE_LOCK=${GPUFLEET_MOLECULE_LOCK-/tmp/gpufleet-molecule.lo
 # 494 s at 80 % busy with 2 workers, 456 s at 91 % with 3, all 1,268 passed). docs/development.md has more figures.
 unit_workers=${PYTEST_WORKERS:-$(($(nproc) + 1))}
 # Molecule scenarios at once (issue 36): one scenario keeps about one core busy (Ansible runs one task at a
-# time; measured 50 % of 2 cores for `default` alone), so two share the 2-core machine; scenarios that use
-# the same loopback port never overlap (scripts/molecule_scenarios.py). MOLECULE_JOBS=1: one after another.
-molecule_jobs=${MOLECULE_JOBS:-2}
+# time; measured 50 % of 2 cores for `default` alone), and each waits now and then (systemd booting, servers
+# starting): one more scenario than cores fills those waits, as one more pytest worker does in the unit stage
+# (2026-12-06, 2 cores, warm: 3 at once 969 s at 94 % busy, 1,814 CPU s; 2 at once 1,029 s at 88 %). Scenarios that
+# use the same loopback port never overlap (scripts/molecule_scenarios.py). MOLECULE_JOBS=1: one after another.
+molecule_jobs=${MOLECULE_JOBS:-$(($(nproc) + 1))}
 # MOLECULE_BESIDE_UNIT=1 starts the Molecule stage with the unit stage, beside it (issue 36; their loopback ports
 # cannot meet: the runner holds each scenario's ports in the tests' port-lock folder, tests/support/ports.py).
 # Off by default since CI measured it on 2 cores: one after the other passed in 1,467 s (stop 40); beside each

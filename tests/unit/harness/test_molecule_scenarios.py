@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -42,6 +43,19 @@ STAND_IN = textwrap.dedent("""\
         sys.exit(2)
     if behaviour == "hang":
         time.sleep(600)
+    if behaviour == "profile":  # the lines of a real run (molecule-nvidia_driver.log of 2026-12-06), with known pauses
+        print(f"INFO     [{name} > converge] Executing", flush=True)
+        print("PLAY [Converge] " + "*" * 20, flush=True)
+        print("TASK [A slow task] " + "*" * 20, flush=True)
+        time.sleep(1.5)
+        print("ok: [instance]", flush=True)
+        print("TASK [gpufleet.llm_server.nvidia_driver : A quick task] " + "*" * 20, flush=True)
+        print("ok: [instance]", flush=True)
+        print(f"INFO     [{name} > converge] Executed: Successful", flush=True)
+        print(f"INFO     [{name} > verify] Executing", flush=True)
+        print("RUNNING HANDLER [Restart it] " + "*" * 20, flush=True)
+        time.sleep(0.6)
+        print(f"INFO     [{name} > verify] Executed: Successful", flush=True)
     print("PLAY RECAP ok=3 changed=0 failed=0", flush=True)
 """)
 
@@ -264,3 +278,23 @@ def test_an_interrupted_parallel_run_stops_every_scenario_in_progress(tmp_path):
     leftover = subprocess.run(["pgrep", "-f", str(tmp_path / "molecule_stand_in.py")], capture_output=True,
                               text=True, check=False)
     assert leftover.stdout.strip() == ""
+
+
+def test_each_scenario_gets_a_profile_of_its_steps_and_tasks_and_the_summary_names_the_slowest(tmp_path):
+    profiled = SCENARIOS[1]
+    cmd, env = _setup(tmp_path, {profiled: "profile"})
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split("\t") for line in (tmp_path / "logs" / f"molecule-{profiled}.times").read_text().splitlines()
+            if not line.startswith("#")]
+    took = {row[3]: float(row[1]) for row in rows}
+    assert 1.4 <= took["TASK [A slow task]"] < 5, rows
+    assert took["TASK [gpufleet.llm_server.nvidia_driver : A quick task]"] < 1, rows
+    assert 0.5 <= took["RUNNING HANDLER [Restart it]"] < 5, rows
+    assert [row[2] for row in rows if row[3] == "TASK [A slow task]"] == ["converge"]
+    steps = proc.stdout.split("--- molecule steps (s)", 1)[1].split("--- slowest", 1)[0]
+    assert re.fullmatch(rf"\s*{profiled}:\s+converge 2, verify 1\s*", steps), steps  # only scenarios with steps
+    slowest = proc.stdout.split("--- slowest Molecule tasks", 1)[1].splitlines()[1]
+    assert slowest.endswith(f"{profiled} > converge: TASK [A slow task]"), proc.stdout
+    # the table of results is still read as before: one PASS per scenario
+    assert all(value.startswith("PASS") for value in _summary(proc.stdout).values())
