@@ -14,7 +14,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # older recipe (e.g. before libnuma1 joined the list, issue 32) is rebuilt, not reused, on a machine that keeps
 # its images between runs.
 packages=systemd,systemd-sysv,python3,python3-apt,python3-venv,sudo,iproute2,git,ca-certificates,procps,gnupg,libnuma1
-code_cache=$(cd "$(dirname "$0")/.." && pwd)/tests/support/base_image/gpufleet_ansiballz_code_cache.py
+code_cache=$(cd "$(dirname "$0")/.." && pwd)/tests/support/ansiballz_code_cache/gpufleet_ansiballz_code_cache.py
 recipe=$( { echo "$suite $packages"; cat "$0" "$code_cache"; } | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{ index .Config.Labels "gpufleet.recipe" }}' "$image" 2>/dev/null)" = "$recipe" ]; then
   echo "base image: $image present"

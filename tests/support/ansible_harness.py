@@ -23,6 +23,14 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+# Module payloads compiled once per content instead of on every module run (issue 36: a quarter of a module run's
+# CPU); a test-only start-up hook, see tests/support/ansiballz_code_cache/. Shared by all xdist workers of a run.
+CODE_CACHE_SITE = ROOT / "tests" / "support" / "ansiballz_code_cache"
+CODE_CACHE_DIR = ROOT / "tests" / "output" / "ansiballz-code"
+# The checkout's ansible.cfg settings that change how fast a run is, not what it does, for the runs in tmp_path
+# (where that ansible.cfg is not found): without pipelining every module went through four local commands instead of
+# one (issue 36). internal_poll_interval, the other one, has no environment variable in ansible-core.
+PROJECT_SPEED_SETTINGS = {"ANSIBLE_PIPELINING": "1"}
 PLAYBOOK_BIN = pathlib.Path(sys.executable).parent / "ansible-playbook"
 JSON_CALLBACK = "ansible.builtin.json"
 
@@ -52,11 +60,13 @@ class PlaybookResult:
 def ansible_env(tmp_path: pathlib.Path, base: dict[str, str] | None = None, callback: str = JSON_CALLBACK,
                 **extra: str) -> dict[str, str]:
     """BASE (default: this process's environment) less any ANSIBLE_* setting, then the harness's settings
-    (CALLBACK as the stdout callback), then EXTRA."""
+    (CALLBACK as the stdout callback; the payload code cache's directory first on PYTHONPATH), then EXTRA."""
     env = {key: value for key, value in (os.environ if base is None else base).items()
            if not key.startswith("ANSIBLE_")}
     env.update(ANSIBLE_STDOUT_CALLBACK=callback, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1")
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1",
+               PYTHONPATH=os.pathsep.join(filter(None, (str(CODE_CACHE_SITE), env.get("PYTHONPATH")))),
+               GPUFLEET_ANSIBALLZ_CODE_CACHE=str(CODE_CACHE_DIR), **PROJECT_SPEED_SETTINGS)
     env.update(extra)
     return env
 

@@ -1,10 +1,11 @@
-"""tests/support/base_image/gpufleet_ansiballz_code_cache.py: the Molecule base images' cache of compiled
-module payload files.
+"""tests/support/ansiballz_code_cache/: the test hosts' cache of compiled module payload files (the Molecule base
+images' .pth file and the harness's sitecustomize.py).
 
 Real parts: a real AnsiballZ payload of ansible.builtin.stat, written by this venv's ansible-core
 (ANSIBLE_KEEP_REMOTE_FILES), run by a real Python as Ansible runs it on a host, and real zip archives imported
 by CPython's own zipimport. The only change from a test host is that the hook is installed by the child's
-command line instead of a .pth file, so the cache can live in the test's directory.
+command line instead of a .pth file, so the cache can live in the test's directory; the harness's own
+sitecustomize.py is tested through the harness itself (run_module).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import zipfile
 
 import pytest
 
+from support import ansible_harness
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-HOOK_DIR = ROOT / "tests" / "support" / "base_image"
+HOOK_DIR = ROOT / "tests" / "support" / "ansiballz_code_cache"
 
 CHILD = textwrap.dedent("""
     import runpy, sys
@@ -134,3 +137,39 @@ def test_only_ansible_payload_archives_are_cached(tmp_path):
     result = _import_and_fail(_payload_zip(tmp_path / "other", "library.zip", "plain"), cache)
     assert result.stdout == "plain\n"
     assert not cache.exists()
+
+
+def test_a_cache_that_others_could_write_is_neither_read_nor_written(stat_payload, tmp_path):
+    cache = tmp_path / "cache"
+    reference = _run_payload(stat_payload, cache)
+    entries = sorted(cache.iterdir())
+    cache.chmod(0o777)
+    # Loading a code object runs it: from a directory others can write, nothing is loaded (compiling is refused
+    # here, so a run that loaded nothing must fail) ...
+    refused = _run(cache, f"sys.argv = [{str(stat_payload)!r}]; runpy.run_path({str(stat_payload)!r}, run_name='__main__')",
+                   forbid_compile=True)
+    assert refused.returncode != 0 and "AssertionError: compiled" in refused.stderr
+    # ... and nothing is written there either.
+    for entry in entries:
+        entry.unlink()
+    assert _run_payload(stat_payload, cache)["stat"] == reference["stat"]
+    assert list(cache.iterdir()) == []
+
+
+def test_the_harness_s_playbooks_fill_the_cache_and_keep_the_interpreter_s_own_sitecustomize(tmp_path):
+    cache = tmp_path / "cache"
+    result = ansible_harness.run_module(tmp_path, "ansible.builtin.stat", {"path": "/etc/hostname"},
+                                        env={"GPUFLEET_ANSIBALLZ_CODE_CACHE": str(cache)})
+    assert result.rc == 0 and result.result["stat"]["exists"] is True, result.stdout + result.stderr
+    assert len(list(cache.iterdir())) > 20
+
+    # The directory shadows the interpreter's sitecustomize (Debian's installs apport's hook): that one still runs.
+    own = tmp_path / "own_site"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("print('the interpreter s own sitecustomize ran')\n")
+    env = ansible_harness.ansible_env(tmp_path)
+    env["PYTHONPATH"] += os.pathsep + str(own)
+    probe = subprocess.run([sys.executable, "-c", "import zipimport, gpufleet_ansiballz_code_cache as hook; "
+                            "print(zipimport._compile_source is hook.compile_source)"],
+                           env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert probe.stdout.splitlines() == ["the interpreter s own sitecustomize ran", "True"], probe.stderr

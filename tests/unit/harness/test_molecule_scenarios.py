@@ -41,6 +41,9 @@ STAND_IN = textwrap.dedent("""\
         print("[ERROR]: Task failed: forced failure", flush=True)
         print("fatal: [instance]: FAILED! => {\\"msg\\": \\"forced failure\\"}", flush=True)
         sys.exit(2)
+    if behaviour == "env":
+        pathlib.Path(os.environ["STANDIN_ENV"]).write_text(
+            os.environ.get("PYTHONPATH", "") + "\\n" + os.environ.get("GPUFLEET_ANSIBALLZ_CODE_CACHE", "") + "\\n")
     if behaviour == "hang":
         time.sleep(600)
     if behaviour == "profile":  # the lines of a real run (molecule-nvidia_driver.log of 2026-12-06), with known pauses
@@ -298,3 +301,14 @@ def test_each_scenario_gets_a_profile_of_its_steps_and_tasks_and_the_summary_nam
     assert slowest.endswith(f"{profiled} > converge: TASK [A slow task]"), proc.stdout
     # the table of results is still read as before: one PASS per scenario
     assert all(value.startswith("PASS") for value in _summary(proc.stdout).values())
+
+
+def test_scenarios_run_with_the_payload_code_cache_and_keep_the_caller_s_pythonpath(tmp_path):
+    scenario = SCENARIOS[0]
+    cmd, env = _setup(tmp_path, {scenario: "env"})
+    env.update(STANDIN_ENV=str(tmp_path / "env.txt"), PYTHONPATH="/caller/site")
+    proc = subprocess.run(cmd + [scenario], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pythonpath, cache = (tmp_path / "env.txt").read_text().splitlines()
+    assert pythonpath.split(os.pathsep) == [str(ROOT / "tests" / "support" / "ansiballz_code_cache"), "/caller/site"]
+    assert cache == str(ROOT / "tests" / "output" / "ansiballz-code")
