@@ -296,7 +296,10 @@ def test_each_scenario_gets_a_profile_of_its_steps_and_tasks_and_the_summary_nam
     assert 0.5 <= took["RUNNING HANDLER [Restart it]"] < 5, rows
     assert [row[2] for row in rows if row[3] == "TASK [A slow task]"] == ["converge"]
     steps = proc.stdout.split("--- molecule steps (s)", 1)[1].split("--- slowest", 1)[0]
-    assert re.fullmatch(rf"\s*{profiled}:\s+converge 2, verify 1\s*", steps), steps  # only scenarios with steps
+    # Only scenarios with steps; each step's seconds as the runner saw its lines arrive: a busy machine delays the
+    # first line more than the last (cold run of 26492a2 beside the unit stage's other workers: converge 1, not 2).
+    found = re.fullmatch(rf"\s*{profiled}:\s+converge (\d+), verify (\d+)\s*", steps)
+    assert found and 1 <= int(found[1]) <= 5 and int(found[2]) <= 5, steps
     slowest = proc.stdout.split("--- slowest Molecule tasks", 1)[1].splitlines()[1]
     assert slowest.endswith(f"{profiled} > converge: TASK [A slow task]"), proc.stdout
     # the table of results is still read as before: one PASS per scenario
