@@ -27,10 +27,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # CPU); a test-only start-up hook, see tests/support/ansiballz_code_cache/. Shared by all xdist workers of a run.
 CODE_CACHE_SITE = ROOT / "tests" / "support" / "ansiballz_code_cache"
 CODE_CACHE_DIR = ROOT / "tests" / "output" / "ansiballz-code"
-# The checkout's ansible.cfg settings that change how fast a run is, not what it does, for the runs in tmp_path
-# (where that ansible.cfg is not found): without pipelining every module went through four local commands instead of
-# one (issue 36). internal_poll_interval, the other one, has no environment variable in ansible-core.
-PROJECT_SPEED_SETTINGS = {"ANSIBLE_PIPELINING": "1"}
+# The checkout's ansible.cfg settings that change how fast a run is, not what it does (pipelining, the poll interval,
+# the worker_gc callback), for the runs in tmp_path, where that ansible.cfg is not found (issue 36). A file, not
+# environment variables: internal_poll_interval has none in ansible-core.
+SPEED_CONFIG = ROOT / "tests" / "support" / "harness-ansible.cfg"
 PLAYBOOK_BIN = pathlib.Path(sys.executable).parent / "ansible-playbook"
 JSON_CALLBACK = "ansible.builtin.json"
 
@@ -60,13 +60,14 @@ class PlaybookResult:
 def ansible_env(tmp_path: pathlib.Path, base: dict[str, str] | None = None, callback: str = JSON_CALLBACK,
                 **extra: str) -> dict[str, str]:
     """BASE (default: this process's environment) less any ANSIBLE_* setting, then the harness's settings
-    (CALLBACK as the stdout callback; the payload code cache's directory first on PYTHONPATH), then EXTRA."""
+    (CALLBACK as the stdout callback; the payload code cache's directory first on PYTHONPATH; SPEED_CONFIG as
+    ANSIBLE_CONFIG), then EXTRA (a test's own ANSIBLE_CONFIG replaces SPEED_CONFIG)."""
     env = {key: value for key, value in (os.environ if base is None else base).items()
            if not key.startswith("ANSIBLE_")}
     env.update(ANSIBLE_STDOUT_CALLBACK=callback, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1",
                PYTHONPATH=os.pathsep.join(filter(None, (str(CODE_CACHE_SITE), env.get("PYTHONPATH")))),
-               GPUFLEET_ANSIBALLZ_CODE_CACHE=str(CODE_CACHE_DIR), **PROJECT_SPEED_SETTINGS)
+               GPUFLEET_ANSIBALLZ_CODE_CACHE=str(CODE_CACHE_DIR), ANSIBLE_CONFIG=str(SPEED_CONFIG))
     env.update(extra)
     return env
 
@@ -109,6 +110,8 @@ def run_playbook(tmp_path: pathlib.Path, playbook: str | list | pathlib.Path, *,
     sees on the terminal sets another one than ansible.builtin.json (output is {} then). CWD (default tmp_path):
     the directory it runs in, the checkout for a test that needs its ansible.cfg found as a user's run finds it."""
     argv, env = playbook_command(tmp_path, playbook, callback=callback, **kwargs)
+    if cwd is not None and env.get("ANSIBLE_CONFIG") == str(SPEED_CONFIG):
+        del env["ANSIBLE_CONFIG"]  # CWD's ansible.cfg, found as a user's run finds it
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path if cwd is None else cwd,
                           timeout=timeout, check=False)
     output = parse_json_output(proc.stdout) if callback == JSON_CALLBACK else {}

@@ -38,7 +38,11 @@ def worker_reports(tmp_path, callbacks: str | None) -> list[dict]:
     (tmp_path / "filter_plugins").mkdir(exist_ok=True)
     (tmp_path / "filter_plugins" / "worker_gc_probe.py").write_text(FILTER)
     env = {"ANSIBLE_FILTER_PLUGINS": str(tmp_path / "filter_plugins")}
-    if callbacks:
+    if callbacks is None:
+        # ansible-core's defaults: an empty config file instead of the harness's, which enables this callback
+        (tmp_path / "empty.cfg").write_text("")
+        env["ANSIBLE_CONFIG"] = str(tmp_path / "empty.cfg")
+    else:
         env["ANSIBLE_CALLBACKS_ENABLED"] = callbacks
     result = run_playbook(tmp_path, PLAY, env=env)
     assert result.rc == 0, result.stdout + result.stderr
