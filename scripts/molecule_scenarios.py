@@ -49,6 +49,13 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# Ansible module payloads compiled once per content on this machine too, not on every module run (issue 36): the
+# scenarios' tasks on the controller's localhost (create, destroy, nested ansible-playbook runs) run modules with
+# this machine's Pythons; the containers have the base image's .pth instead. Test hosts only:
+# tests/support/ansiballz_code_cache/ says how and why.
+sys.path.insert(0, str(ROOT / "tests"))
+from support.code_cache_env import with_code_cache  # noqa: E402  pylint: disable=wrong-import-position
+
 TASK_HEADER = re.compile(r"^TASK \[(?P<name>.*)\]")
 ANSIBLE_ERROR = re.compile(r"^\[ERROR\]: (?P<msg>.*)")
 FAILED_HOST = re.compile(r"^(?:fatal|failed): \[[^\]]+\]")
@@ -64,20 +71,6 @@ BORROWED_SCENARIO = re.compile(r"\.\./(?P<name>[A-Za-z0-9_]+)/")
 # Seconds each scenario took in the cold run of 2026-12-04 (idle 2-core VM, one at a time): only the
 # order of starts depends on them (longest first, so the last one to start is short). A scenario
 # missing here counts as 120 s.
-# Ansible module payloads compiled once per content on this machine too, not on every module run (issue 36): the
-# scenarios' tasks on the controller's localhost (the docker driver's create and destroy, nested ansible-playbook
-# runs) run modules with this machine's Pythons; the containers have the base image's .pth instead. Test hosts only:
-# tests/support/ansiballz_code_cache/ says how and why.
-CODE_CACHE_SITE = ROOT / "tests" / "support" / "ansiballz_code_cache"
-CODE_CACHE_DIR = ROOT / "tests" / "output" / "ansiballz-code"
-
-
-def molecule_environment(base: dict[str, str]) -> dict[str, str]:
-    """BASE with the payload code cache's start-up hook first on PYTHONPATH and its directory set."""
-    pythonpath = os.pathsep.join(filter(None, (str(CODE_CACHE_SITE), base.get("PYTHONPATH"))))
-    return dict(base, PYTHONPATH=pythonpath, GPUFLEET_ANSIBALLZ_CODE_CACHE=str(CODE_CACHE_DIR))
-
-
 DURATION_HINTS = {
     "nvidia_driver": 565, "fleet": 237, "sglang_build": 224, "passthrough": 165, "default": 158,
     "trixie": 155, "sglang_service": 138, "smoke_rollback": 131, "multinode": 65, "preflight": 58,
@@ -296,7 +289,7 @@ class Runner:  # pylint: disable=too-many-instance-attributes
         print(f"=== [molecule {self.started_count}/{len(self.scenarios)}] {name}", flush=True)
         log = open(self.args.log_dir / f"molecule-{name}.log", "w")  # pylint: disable=consider-using-with
         proc = subprocess.Popen([*self.molecule, "test", "-s", name], cwd=self.args.project,
-                                env=molecule_environment(dict(os.environ)),
+                                env=with_code_cache(os.environ),
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         running = Running(name, proc, log, held, time.monotonic())
         os.set_blocking(proc.stdout.fileno(), False)

@@ -22,11 +22,9 @@ import re
 import subprocess
 import sys
 
+from support.code_cache_env import with_code_cache
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# Module payloads compiled once per content instead of on every module run (issue 36: a quarter of a module run's
-# CPU); a test-only start-up hook, see tests/support/ansiballz_code_cache/. Shared by all xdist workers of a run.
-CODE_CACHE_SITE = ROOT / "tests" / "support" / "ansiballz_code_cache"
-CODE_CACHE_DIR = ROOT / "tests" / "output" / "ansiballz-code"
 # The checkout's ansible.cfg settings that change how fast a run is, not what it does (pipelining, the poll interval,
 # the worker_gc callback), for the runs in tmp_path, where that ansible.cfg is not found (issue 36). A file, not
 # environment variables: internal_poll_interval has none in ansible-core.
@@ -62,12 +60,13 @@ def ansible_env(tmp_path: pathlib.Path, base: dict[str, str] | None = None, call
     """BASE (default: this process's environment) less any ANSIBLE_* setting, then the harness's settings
     (CALLBACK as the stdout callback; the payload code cache's directory first on PYTHONPATH; SPEED_CONFIG as
     ANSIBLE_CONFIG), then EXTRA (a test's own ANSIBLE_CONFIG replaces SPEED_CONFIG)."""
-    env = {key: value for key, value in (os.environ if base is None else base).items()
-           if not key.startswith("ANSIBLE_")}
+    # Module payloads compiled once per content instead of on every module run (issue 36: a quarter of a module
+    # run's CPU); a test-only start-up hook, see tests/support/code_cache_env.py.
+    env = with_code_cache({key: value for key, value in (os.environ if base is None else base).items()
+                           if not key.startswith("ANSIBLE_")})
     env.update(ANSIBLE_STDOUT_CALLBACK=callback, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_NOCOLOR="1",
-               PYTHONPATH=os.pathsep.join(filter(None, (str(CODE_CACHE_SITE), env.get("PYTHONPATH")))),
-               GPUFLEET_ANSIBALLZ_CODE_CACHE=str(CODE_CACHE_DIR), ANSIBLE_CONFIG=str(SPEED_CONFIG))
+               ANSIBLE_CONFIG=str(SPEED_CONFIG))
     env.update(extra)
     return env
 
