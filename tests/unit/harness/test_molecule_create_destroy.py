@@ -57,8 +57,12 @@ def inspect(name: str) -> dict | None:
     return json.loads(proc.stdout)[0] if proc.returncode == 0 else None
 
 
+def container_name() -> str:
+    return "gpufleet-create-test-%s" % uuid.uuid4().hex[:8]
+
+
 def test_create_starts_the_scenario_s_container_and_destroy_removes_it_even_twice(tmp_path):
-    name = "gpufleet-create-test-%s" % uuid.uuid4().hex[:8]
+    name = container_name()
     platform = default_platform(name)
     try:
         created = run_step(tmp_path, CREATE, [platform])
@@ -92,30 +96,28 @@ def test_create_starts_the_scenario_s_container_and_destroy_removes_it_even_twic
         subprocess.run(["docker", "rm", "--force", name], capture_output=True, check=False)
 
 
-def test_create_refuses_a_platform_setting_it_does_not_apply_before_starting_anything(tmp_path):
-    name = "gpufleet-create-test-%s" % uuid.uuid4().hex[:8]
-    platform = dict(default_platform(name), privileged=True)
+def refused_create(tmp_path: pathlib.Path, **setting) -> tuple[str, str]:
+    """Run create.yml on molecule/default's platform plus SETTING; it must fail and start no container.
+    Returns (the container's name, the run's JSON output as text)."""
+    name = container_name()
     try:
-        run = run_step(tmp_path, CREATE, [platform])
+        run = run_step(tmp_path, CREATE, [dict(default_platform(name), **setting)])
         assert run.rc != 0
-        message = json.dumps(run.output)
-        assert "platform %s: privileged" % name in message, message
-        assert "molecule/shared/create.yml" in message, message
         assert inspect(name) is None
+        return name, json.dumps(run.output)
     finally:
         subprocess.run(["docker", "rm", "--force", name], capture_output=True, check=False)
+
+
+def test_create_refuses_a_platform_setting_it_does_not_apply_before_starting_anything(tmp_path):
+    name, message = refused_create(tmp_path, privileged=True)
+    assert "platform %s: privileged" % name in message, message
+    assert "molecule/shared/create.yml" in message, message
 
 
 def test_create_refuses_an_image_molecule_would_build(tmp_path):
-    name = "gpufleet-create-test-%s" % uuid.uuid4().hex[:8]
-    platform = dict(default_platform(name), pre_build_image=False)
-    try:
-        run = run_step(tmp_path, CREATE, [platform])
-        assert run.rc != 0
-        assert "pre_build_image: true is required" in json.dumps(run.output), run.output
-        assert inspect(name) is None
-    finally:
-        subprocess.run(["docker", "rm", "--force", name], capture_output=True, check=False)
+    _name, message = refused_create(tmp_path, pre_build_image=False)
+    assert "pre_build_image: true is required" in message, message
 
 
 def test_every_scenario_uses_the_shared_create_and_destroy():
