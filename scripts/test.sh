@@ -99,15 +99,20 @@ apt_install() {  # apt_install PACKAGE...: Debian packages the run needs
 # shellcheck disable=SC2317  # invoked indirectly, through run_stage
 setup() {
   command -v git >/dev/null || { echo "setup: git is required" >&2; return 1; }
-  if [[ " $stages " == *" molecule "* ]]; then
+  # The unit stage's container tests (driver keep, Molecule's create/destroy, the disk rules) boot the Debian 12
+  # image too: without it their modules fail at collection ("these tests need docker and the image ...").
+  local suites=()
+  [[ " $stages " == *" molecule "* || " $stages " == *" unit "* ]] && suites+=(bookworm)
+  [[ " $stages " == *" molecule "* ]] && suites+=(trixie)
+  if [ "${#suites[@]}" -gt 0 ]; then
     scripts/ensure-docker.sh || return 1
     command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap || return 1
-    # Debian 12 for every scenario, Debian 13 for molecule/trixie; the two downloads overlap each other and
-    # the rest of setup and the stages before Molecule, which waits for them (wait_images). Only the project's
-    # own local images (gpufleet/...) are built; another name (GPUFLEET_MOLECULE_IMAGE, e.g. an Ubuntu 24.04
-    # systemd image) is the user's, and Docker pulls it from their registry.
+    # Debian 12 for every scenario and the unit stage, Debian 13 for molecule/trixie; the two downloads overlap
+    # each other and the rest of setup and the stages before them, which wait for them (wait_images). Only the
+    # project's own local images (gpufleet/...) are built; another name (GPUFLEET_MOLECULE_IMAGE, e.g. an Ubuntu
+    # 24.04 systemd image) is the user's, and Docker pulls it from their registry.
     local suite image
-    for suite in bookworm trixie; do
+    for suite in "${suites[@]}"; do
       image=$GPUFLEET_MOLECULE_IMAGE
       [ "$suite" = trixie ] && image=$GPUFLEET_MOLECULE_IMAGE_TRIXIE
       [[ $image == gpufleet/* ]] || continue
@@ -141,24 +146,29 @@ setup() {
 }
 
 image_pids=()
-# shellcheck disable=SC2317  # invoked indirectly, from molecule_stage (run through run_stage or start_beside)
-wait_images() {  # the base images setup builds in the background; each log is shown once it ended
+declare -A image_result  # suite -> the build's exit status, once waited for
+# shellcheck disable=SC2317  # invoked indirectly, before the unit stage and from molecule_stage
+wait_images() {  # wait_images [SUITE...]: the base images setup builds in the background (all without SUITE)
   # Not `wait PID`: the Molecule stage started beside the unit stage runs in a subshell, and a subshell
   # cannot wait for its parent's jobs (the first trial failed on that). Each build writes its exit status.
-  local entry suite pid rc=0 image_rc
+  # A build's log is shown once, when it is first waited for; a failed build fails every later wait too (the
+  # unit stage waits for bookworm, the Molecule stage for both).
+  local entry suite pid rc=0
   for entry in "${image_pids[@]}"; do
     pid=${entry%%:*} suite=${entry#*:}
-    while [ ! -s "$logs/image-$suite.rc" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
-    image_rc=$(cat "$logs/image-$suite.rc" 2>/dev/null || echo "killed")
-    if [ "$image_rc" = 0 ]; then
-      echo "=== [setup] base image $suite: ready"
-    else
-      rc=1
-      echo "=== [setup] base image $suite: FAILED (exit $image_rc; log: $logs/image-$suite.log)"
-      sed 's/^/    /' "$logs/image-$suite.log"
+    [ "$#" -eq 0 ] || [[ " $* " == *" $suite "* ]] || continue
+    if [ -z "${image_result[$suite]:-}" ]; then
+      while [ ! -s "$logs/image-$suite.rc" ] && kill -0 "$pid" 2>/dev/null; do sleep 2; done
+      image_result[$suite]=$(cat "$logs/image-$suite.rc" 2>/dev/null || echo "killed")
+      if [ "${image_result[$suite]}" = 0 ]; then
+        echo "=== [setup] base image $suite: ready"
+      else
+        echo "=== [setup] base image $suite: FAILED (exit ${image_result[$suite]}; log: $logs/image-$suite.log)"
+        sed 's/^/    /' "$logs/image-$suite.log"
+      fi
     fi
+    [ "${image_result[$suite]}" = 0 ] || rc=1
   done
-  image_pids=()
   return "$rc"
 }
 
@@ -245,6 +255,8 @@ for stage in $stages; do
       if [ -n "${beside_pid[sanity]:-}" ]; then wait_beside sanity; else run_stage sanity scripts/ansible-test-sanity.sh; fi ;;
     unit)
       wait_engine
+      # The unit stage runs without a base image too (its container tests then fail and name it).
+      wait_images bookworm || echo "unit: the Debian 12 base image could not be built; its container tests will fail"
       if [ "$molecule_beside_unit" != 0 ] && [[ " $stages " == *" molecule "* ]] && [ -z "${status[molecule]:-}" ]; then
         start_beside molecule unit molecule_stage
       fi
