@@ -101,12 +101,37 @@ setup() {
   command -v git >/dev/null || { echo "setup: git is required" >&2; return 1; }
   # The unit stage's container tests (driver keep, Molecule's create/destroy, the disk rules) boot the Debian 12
   # image too: without it their modules fail at collection ("these tests need docker and the image ...").
-  local suites=()
+  local suites=() packages=()
   [[ " $stages " == *" molecule "* || " $stages " == *" unit "* ]] && suites+=(bookworm)
   [[ " $stages " == *" molecule "* ]] && suites+=(trixie)
+  # The Debian packages a run needs, installed in one apt run: on a bare machine each apt run refreshed the indexes
+  # and ran dpkg's triggers (man-db) and needrestart again, five times over (run E of issue 36: setup 133 s).
+  if [ "${#suites[@]}" -gt 0 ]; then
+    # ensure-docker.sh would install docker.io alone; an engine that answers without a local dockerd is used as is.
+    docker info >/dev/null 2>&1 || command -v dockerd >/dev/null 2>&1 || packages+=(docker.io)
+    command -v debootstrap >/dev/null 2>&1 || packages+=(debootstrap)
+  fi
+  # llama-cpp-python (the real CPU engine of the smoke-test tests) builds from source; objdump
+  # (binutils, with g++) checks the instruction set of what it built, and qemu-user runs it on an
+  # emulated AVX2-only CPU (tests/unit/harness/test_llama_engine.py).
+  if [[ " $stages " == *" unit "* ]] && ! { command -v cmake && command -v g++ && command -v objdump && command -v qemu-x86_64; } >/dev/null 2>&1; then
+    packages+=(cmake g++ binutils qemu-user)
+  fi
+  # tests/unit/sglang_build/test_sglang_build_upstream.py checks the role's toolchain check against a real cargo
+  # and rustc (rustup's where the machine has it, else Debian's package).
+  if [[ " $stages " == *" unit "* ]] && ! command -v cargo >/dev/null 2>&1 && [ ! -x /root/.cargo/bin/cargo ]; then
+    packages+=(cargo)
+  fi
+  # ansible-test sanity skips its shellcheck test, silently but for one warning, without shellcheck.
+  if [[ " $stages " == *" sanity "* ]] && ! command -v shellcheck >/dev/null 2>&1; then
+    packages+=(shellcheck)
+  fi
+  if [ "${#packages[@]}" -gt 0 ]; then
+    echo "setup: installing ${packages[*]} (Debian packages)"
+    apt_install "${packages[@]}" || return 1
+  fi
   if [ "${#suites[@]}" -gt 0 ]; then
     scripts/ensure-docker.sh || return 1
-    command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap || return 1
     # Debian 12 for every scenario and the unit stage, Debian 13 for molecule/trixie; the two downloads overlap
     # each other and the rest of setup and the stages before them, which wait for them (wait_images). Only the
     # project's own local images (gpufleet/...) are built; another name (GPUFLEET_MOLECULE_IMAGE, e.g. an Ubuntu
@@ -125,22 +150,6 @@ setup() {
         </dev/null >"$logs/image-$suite.log" 2>&1 &
       image_pids+=("$!:$suite")
     done
-  fi
-  # llama-cpp-python (the real CPU engine of the smoke-test tests) builds from source; objdump
-  # (binutils, with g++) checks the instruction set of what it built, and qemu-user runs it on an
-  # emulated AVX2-only CPU (tests/unit/harness/test_llama_engine.py).
-  if [[ " $stages " == *" unit "* ]] && ! { command -v cmake && command -v g++ && command -v objdump && command -v qemu-x86_64; } >/dev/null 2>&1; then
-    echo "setup: installing cmake, g++ and qemu-user for the CPU test engine"
-    apt_install cmake g++ binutils qemu-user || return 1
-  fi
-  # tests/unit/sglang_build/test_sglang_build_upstream.py checks the role's toolchain check against a real cargo
-  # and rustc (rustup's where the machine has it, else Debian's package).
-  if [[ " $stages " == *" unit "* ]] && ! command -v cargo >/dev/null 2>&1 && [ ! -x /root/.cargo/bin/cargo ]; then
-    apt_install cargo || return 1
-  fi
-  # ansible-test sanity skips its shellcheck test, silently but for one warning, without shellcheck.
-  if [[ " $stages " == *" sanity "* ]] && ! command -v shellcheck >/dev/null 2>&1; then
-    apt_install shellcheck || return 1
   fi
   scripts/bootstrap-venv.sh "$(command -v python3.11 || command -v python3)" .venv requirements-test.txt
 }
