@@ -25,10 +25,15 @@ stamp="$venv/.installed-$(basename "$requirements")"
 digest=$(cat "$requirements" requirements.txt constraints.txt | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$digest" ]; then
   echo "bootstrap: installing $requirements into $venv (pinned by constraints.txt)"
-  # --no-compile: pip byte-compiles all 19,000 .py files it installs (the `ansible` bundle's collections are most
-  # of them), though a run imports a few thousand; Python compiles those on first import and keeps them
-  # (measured 2026-12-07, warm pip cache, requirements-test.txt: 47.5 -> 13.8 CPU s; first use +3 CPU s).
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-compile -r "$requirements" -c constraints.txt
+  # pip byte-compiles every .py file it installs: 19,000 for requirements-test.txt (the `ansible` bundle's collections
+  # most of them, though a run imports a few thousand): 47.5 CPU s against 13.8 with --no-compile (warm pip cache,
+  # 2026-12-07). Compiled here, Python never compiles them again, also where PYTHONDONTWRITEBYTECODE=1 forbids it to
+  # write bytecode later (the development machine exports it, and CI's times say CI does: a `make deploy` venv without
+  # bytecode compiled ansible-core on every run). Under a bytecode prefix (PYTHONPYCACHEPREFIX, which scripts/test.sh
+  # sets) Python reads bytecode only from the prefix and writes there what it imports: pip's files would never be read.
+  compile=()
+  [ -n "${PYTHONPYCACHEPREFIX:-}" ] && compile=(--no-compile)
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${compile[@]}" -r "$requirements" -c constraints.txt
   echo "$digest" >"$stamp"
 fi
 

@@ -16,13 +16,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 export PATH="$root/.venv/bin:$PATH"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 ANSIBLE_NOCOLOR=1 NO_COLOR=1 PYTHONUNBUFFERED=1
-# Every Python the run starts keeps the bytecode it compiles, in one cache outside the checkout and the venvs.
-# The development and CI machines export PYTHONDONTWRITEBYTECODE=1: then every process (each of the ~500
-# ansible-playbook runs, pytest workers, Molecule, ansible-lint) compiled every module it imported from source,
+# Every Python the run starts keeps the bytecode it compiles, in one cache outside the checkout and the venvs. The
+# development machine (and, by CI's times, CI's) exports PYTHONDONTWRITEBYTECODE=1: then every process (each of the
+# ~500 ansible-playbook runs, pytest workers, Molecule, ansible-lint) compiled every module it imported from source,
 # the collection's own plugins included, and the venv's packages too (bootstrap-venv.sh installs them without
-# byte-compiling). Measured 2026-12-07 on the 2-core AMD VM, a no-op ansible-playbook: 1.35-1.44 CPU s with it,
-# 0.75-0.89 with this cache (docs/testing.md). The prefix, not in-tree __pycache__ directories: the roles' tests
-# compare trees a no-op must leave alone (venvs, source checkouts) and the checkout stays as the caller keeps it.
+# byte-compiling under a prefix). Measured 2026-12-07 on the 2-core AMD VM, a no-op ansible-playbook: 1.35-1.44 CPU s
+# with it, 0.75-0.89 with this cache (docs/testing.md). The prefix, not in-tree __pycache__ directories: the roles'
+# tests compare trees a no-op must leave alone (venvs, source checkouts) and the checkout stays as the caller keeps
+# it.
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-${GPUFLEET_CACHE:-$HOME/.cache/gpufleet}/pycache}
 logs="$root/tests/output/logs"
