@@ -17,6 +17,8 @@ import time
 import zipfile
 from collections.abc import Callable
 
+from support.archives import extract_tar
+
 CACHE = pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".cache" / "gpufleet"))
 
 
@@ -68,7 +70,7 @@ def extract(archive: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
             zf.extractall(dest)
     else:
         with tarfile.open(archive) as tf:
-            tf.extractall(dest, filter="data")
+            extract_tar(tf, dest)
     return dest
 
 

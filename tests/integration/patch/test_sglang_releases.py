@@ -21,6 +21,7 @@ import zipfile
 import pytest
 
 from support.ansible_harness import run_playbook
+from support.archives import extract_tar
 from support.pypi import download
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
@@ -59,7 +60,7 @@ def unpack(version, dest):
             members = [m for m in tf.getmembers() if m.name.startswith(prefix + wanted) and m.name.endswith(".py")]
             for member in members:
                 member.name = member.name[len(prefix):]
-            tf.extractall(dest, members=members, filter="data")
+            extract_tar(tf, dest, members)
     package = dest / "sglang"
     assert (package / COMM / "all_reduce_utils.py").is_file(), "release %s lacks all_reduce_utils.py" % version
     return package

@@ -20,6 +20,7 @@ import tarfile
 
 import pytest
 from support.ansible_harness import run_playbook
+from support.archives import extract_tar
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -33,7 +34,7 @@ def upstream(tmp_path_factory):
                             capture_output=True, text=True, check=True).stdout.strip()
     inputs = base / "inputs"
     with tarfile.open(bundle) as tar:
-        tar.extractall(inputs, filter="data")
+        extract_tar(tar, inputs)
     standin = inputs / "standin"
     standin.mkdir()
     for name in ("__init__.py", "launch_server.py"):

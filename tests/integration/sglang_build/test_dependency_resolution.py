@@ -31,6 +31,7 @@ import time
 import pytest
 
 from support.ansible_harness import run_playbook
+from support.archives import extract_tar
 from support.pypi import download
 
 PIP = "26.3"  # a pip with --dry-run --report and a working fast-deps
@@ -85,7 +86,7 @@ def release_tree(version, dest):
     with tarfile.open(archive) as tf:
         member = tf.getmember("sglang-%s/pyproject.toml" % version)
         member.name = "pyproject.toml"
-        tf.extractall(dest, members=[member], filter="data")
+        extract_tar(tf, dest, [member])
     return dest
 
 

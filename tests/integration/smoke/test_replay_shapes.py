@@ -23,6 +23,7 @@ import zipfile
 import pytest
 
 from support import pypi
+from support.archives import extract_tar
 from support import sglang_replay as replay
 
 RELEASES = {"0.5.10.post1": "sdist", "0.5.23": "wheel"}
@@ -54,7 +55,7 @@ def release(request, tmp_path_factory):
         prefix = "sglang-%s/" % version
         with tarfile.open(archive) as tf:
             members = [m for m in tf.getmembers() if m.name[len(prefix):] in wanted]
-            tf.extractall(dest, members=members, filter="data")
+            extract_tar(tf, dest, members)
         dest = dest / prefix
     sources = {}
     for key, path in FILES.items():
