@@ -2,7 +2,8 @@
 #   make deploy   set up the controller virtualenv (first use) and run site.yml on llm-server
 #   make test     install/start everything the tests need and run every test
 SHELL := /bin/bash
-PYTHON ?= python3
+# Empty: scripts/bootstrap-venv.sh picks the distribution's python3 (3.11+), else python3.11/python3 on PATH.
+PYTHON ?=
 VENV ?= .venv
 LIMIT ?= llm-server
 ARGS ?=
@@ -17,10 +18,10 @@ help:
 	@echo "make test-cold  (make test from a fresh clone, empty caches and no base images)"
 
 venv:
-	@scripts/bootstrap-venv.sh $(PYTHON) $(VENV) requirements.txt
+	@scripts/bootstrap-venv.sh "$(PYTHON)" "$(VENV)" requirements.txt
 
 venv-test:
-	@scripts/bootstrap-venv.sh $(PYTHON) $(VENV) requirements-test.txt
+	@scripts/bootstrap-venv.sh "$(PYTHON)" "$(VENV)" requirements-test.txt
 
 deploy: venv
 	ansible-playbook site.yml -l $(LIMIT) $(ARGS)

@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
 # Create (first use) or refresh the project virtualenv with pinned packages, and link this checkout
 # into .collections/ so `gpufleet.llm_server.*` resolves by FQCN (ansible.cfg's collections_path).
-#   usage: bootstrap-venv.sh PYTHON VENV REQUIREMENTS_FILE
+#   usage: bootstrap-venv.sh [PYTHON] [VENV] [REQUIREMENTS_FILE]
+#          bootstrap-venv.sh --which-python   # print the interpreter a new venv would be made from
 # Re-running is cheap: pip runs only when the requirements or constraints files changed.
 set -euo pipefail
-python=${1:-python3}
+
+# The interpreter: PYTHON (the argument, else the environment) where given, else the distribution's python3 where it
+# is 3.11 or newer, else python3.11 or python3 on PATH. Debian and Ubuntu build their python3 with PGO and LTO; pyenv
+# and other source builds skip both unless asked (the development machine's python3 is pyenv's 3.11.7). Ansible's
+# controller and task workers are Python: three role-running test files took 496 and 496 busy CPU s with pyenv's
+# 3.11.7, 419 and 431 with Debian 12's 3.11.2 (issue 36, docs/testing.md).
+default_python() {
+  if [ -n "${PYTHON:-}" ]; then
+    echo "$PYTHON"
+  elif /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo /usr/bin/python3
+  else
+    command -v python3.11 || command -v python3
+  fi
+}
+if [ "${1:-}" = --which-python ]; then
+  default_python
+  exit 0
+fi
+python=${1:-$(default_python)}
 venv=${2:-.venv}
 requirements=${3:-requirements.txt}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +39,13 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "bootstrap: creating $venv with $("$python" --version)"
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --upgrade pip
+else
+  # An existing venv is kept, also where another interpreter is asked for now; say so.
+  made_from=$(sed -n 's/^executable = //p' "$venv/pyvenv.cfg" 2>/dev/null)
+  asked=$("$python" -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null || true)
+  if [ -n "$made_from" ] && [ -n "$asked" ] && [ "$(realpath "$made_from" 2>/dev/null)" != "$asked" ]; then
+    echo "bootstrap: $venv was made from $made_from, not $asked; remove $venv to make it again from $python"
+  fi
 fi
 
 stamp="$venv/.installed-$(basename "$requirements")"

@@ -25,7 +25,9 @@ export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 ANSIBLE_NOCOLOR=1 NO_COLOR=1 PYTHONUNBU
 # tests compare trees a no-op must leave alone (venvs, source checkouts) and the checkout stays as the caller keeps
 # it.
 unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-${GPUFLEET_CACHE:-$HOME/.cache/gpufleet}/pycache}
+# The tests' download and build cache (tests/support/pypi.py has the same default), exported once for every stage.
+export GPUFLEET_CACHE=${GPUFLEET_CACHE:-$HOME/.cache/gpufleet}
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-$GPUFLEET_CACHE/pycache}
 logs="$root/tests/output/logs"
 mkdir -p "$logs" && rm -f "$logs"/*.log
 stages=${STAGES:-"lint sanity unit build molecule"}
@@ -106,28 +108,11 @@ apt_install() {  # apt_install PACKAGE...: Debian packages the run needs
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
-# The interpreter the test venv is made from: PYTHON where set, else the distribution's python3 where it is 3.11 or
-# newer, else python3.11 or python3 on PATH. Debian and Ubuntu build their python3 with PGO and LTO; pyenv and other
-# source builds skip both unless asked, and this development machine's python3 is pyenv's. About half of a run's CPU
-# is Python (Ansible's controllers and task workers, pytest, Molecule, ansible-lint, sanity). Measured on the 2-core
-# AMD VM (issue 36, docs/testing.md), three role-running test files: 496 and 496 busy CPU s with pyenv's 3.11.7, 419
-# and 431 with Debian 12's 3.11.2. An existing .venv keeps the interpreter it was made from.
-# shellcheck disable=SC2317  # invoked from setup
-venv_python() {
-  if [ -n "${PYTHON:-}" ]; then
-    echo "$PYTHON"
-  elif /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-    echo /usr/bin/python3
-  else
-    command -v python3.11 || command -v python3
-  fi
-}
-
 # shellcheck disable=SC2317  # invoked indirectly, through run_stage
 setup() {
   command -v git >/dev/null || { echo "setup: git is required" >&2; return 1; }
   local python
-  python=$(venv_python)
+  python=$(scripts/bootstrap-venv.sh --which-python)
   # The unit stage's container tests (driver keep, Molecule's create/destroy, the disk rules) boot the Debian 12
   # image too: without it their modules fail at collection ("these tests need docker and the image ...").
   local suites=() packages=()

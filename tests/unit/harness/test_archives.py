@@ -76,4 +76,3 @@ def test_hostile_members_are_refused_before_anything_is_written(tmp_path, filter
     assert not (tmp_path / "escape.txt").exists()
     assert not (tmp_path / "absolute-member.txt").exists()
     assert not (tmp_path.parent / "escape.txt").exists()
-
