@@ -397,6 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
 
+    # The profile before the table of results: CI shows only the last lines of a run, and a failed scenario's line
+    # (with the failed task) must be among them, not pushed out by ~25 lines of timings (stop 50's CI).
+    runner.report_profile()
     counts = {"passed": 0, "failed": 0, "not run": 0}
     print(f"--- molecule scenarios ({time.monotonic() - started_all:.0f} s, up to {runner.jobs} at once)")
     for name in scenarios:
@@ -406,7 +409,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<16} {status:<16} {took:5.0f} s  {detail}".rstrip())
     print(f"molecule: {len(scenarios)} scenarios: {counts['passed']} passed, {counts['failed']} failed, "
           f"{counts['not run']} not run", flush=True)
-    runner.report_profile()
     if interrupted is not None:
         return 128 + interrupted.signum
     return 0 if counts["passed"] == len(scenarios) else 1

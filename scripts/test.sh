@@ -300,6 +300,24 @@ wait_beside molecule
 
 echo
 echo "=================== summary ($(( (SECONDS - start_all) / 60 )) min $(( (SECONDS - start_all) % 60 )) s) ==================="
+# Details first, the table of stages last: CI shows only a run's last ~20 lines, and stop 50's CI said "1 failed,
+# 1299 passed" without naming the test (the names were ~30 lines up, the stage table cut off). So the order is the
+# Molecule profile, the scenarios (each failure with its task), pytest's closing line with each failed test, stages.
+if [ -f "$logs/molecule.log" ]; then
+  sed 's/\x1b\[[0-9;]*m//g' "$logs/molecule.log" | awk '/^--- (molecule steps|slowest Molecule|molecule scenarios)/{p=1} p'
+fi
+if [ -f "$logs/unit.log" ]; then
+  echo "--- pytest"
+  grep -E "^=+ .*(passed|failed|error).* =+$" "$logs/unit.log" | tail -n 1
+  # pytest's short summary (its default -r fE): one line per failed test or error, with the assertion's first line.
+  grep -E "^(FAILED|ERROR) " "$logs/unit.log" | cut -c1-300 | head -n 15
+fi
+for stage in setup engine lint sanity build; do  # a failed stage of these: its log's last lines say why
+  if [ -n "${status[$stage]:-}" ] && [ "${status[$stage]}" != PASS ] && [ -f "$logs/$stage.log" ]; then
+    echo "--- $stage ${status[$stage]}: the last lines of tests/output/logs/$stage.log"
+    sed 's/\x1b\[[0-9;]*m//g' "$logs/$stage.log" | grep -v '^=== \[' | tail -n 6 | cut -c1-300
+  fi
+done
 failed=0
 report_stages="setup"
 [[ " $stages " == *" unit "* ]] && report_stages+=" engine"
@@ -334,12 +352,5 @@ if [ "$total" -gt "$total_budget" ]; then
   echo "total     $total s against a budget of $total_budget s: OVER BUDGET by $((total - total_budget)) s (docs/testing.md)"
 else
   echo "total     $total s within the budget of $total_budget s"
-fi
-if [ -f "$logs/molecule.log" ]; then
-  sed 's/\x1b\[[0-9;]*m//g' "$logs/molecule.log" | awk '/^--- molecule scenarios/{p=1} p'
-fi
-if [ -f "$logs/unit.log" ]; then
-  echo "--- pytest"
-  grep -E "^=+ .*(passed|failed|error).* =+$" "$logs/unit.log" | tail -n 1
 fi
 exit $failed

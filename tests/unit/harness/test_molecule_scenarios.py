@@ -302,8 +302,11 @@ def test_each_scenario_gets_a_profile_of_its_steps_and_tasks_and_the_summary_nam
     assert found and 1 <= int(found[1]) <= 5 and int(found[2]) <= 5, steps
     slowest = proc.stdout.split("--- slowest Molecule tasks", 1)[1].splitlines()[1]
     assert slowest.endswith(f"{profiled} > converge: TASK [A slow task]"), proc.stdout
-    # the table of results is still read as before: one PASS per scenario
+    # the table of results is still read as before: one PASS per scenario, and it comes after the profile, at the end
+    # of the output, where CI's tail of a run shows it
     assert all(value.startswith("PASS") for value in _summary(proc.stdout).values())
+    assert proc.stdout.index("--- slowest Molecule tasks") < proc.stdout.index("--- molecule scenarios"), proc.stdout
+    assert proc.stdout.rstrip().splitlines()[-1].startswith(f"molecule: {len(SCENARIOS)} scenarios: "), proc.stdout
 
 
 def test_scenarios_run_with_the_payload_code_cache_and_keep_the_caller_s_pythonpath(tmp_path):
