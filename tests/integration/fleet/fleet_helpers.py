@@ -120,6 +120,7 @@ class Router(_Proc):
                  api_key: str | None = None, extra: list[str] | None = None):
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
+        self.startup_workers, self.api_key = list(workers), api_key
         cmd = [str(router_python()), "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
                "--port", str(port), "--policy", policy, "--health-check-interval-secs", "2",
                # Its Prometheus exporter has its own listener (default 29000): one per router.
@@ -131,6 +132,27 @@ class Router(_Proc):
             cmd += ["--api-key", api_key]
         cmd += extra or []
         super().__init__(cmd, tmp / f"router-{port}.log", self.url + "/liveness")
+
+    def __enter__(self):
+        super().__enter__()
+        # /liveness answers before the router lists its --worker-urls: sglang-router 0.3.2 registers them in the
+        # background, each once it answers /health. Seen 2026-12-07 beside stress-ng --cpu 2: GET /workers gave []
+        # right after /liveness and test_add_remove_idempotent_and_traffic failed (1 of 1,300; stop 50's CI failed
+        # one test too). A test starts from a router that lists every startup worker, as its assertions assume.
+        deadline = time.monotonic() + self.timeout
+        listed: set[str] = set()
+        while True:
+            with contextlib.suppress(OSError):
+                code, body = http("GET", self.url + "/workers", api_key=self.api_key, timeout=2)
+                if code == 200 and isinstance(body, dict):
+                    listed = {worker.get("url") for worker in body.get("workers") or []}
+            if set(self.startup_workers) <= listed:
+                return self
+            if time.monotonic() >= deadline:
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"the router on {self.url} lists {sorted(listed)}, not its startup workers "
+                                   f"{self.startup_workers}, after {self.timeout}s: {self.log_path.read_text()[-2000:]}")
+            time.sleep(0.2)
 
 
 def chat(base_url: str, api_key: str | None = None, model: str = "demo"):
