@@ -113,7 +113,7 @@ def test_device_vanishing_midway_restores_the_others(kernel):
     before = kernel.state()
     with open(os.path.join(kernel.base, "faults.json"), "w", encoding="utf-8") as handle:
         json.dump({"drivers_probe 0000:05:00.0": "vanish"}, handle)
-    result = ansible(kernel, "pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=1))
+    result = ansible(kernel, "pci_driver_bind", dict(roots(kernel), devices=["all"], driver="vfio-pci", settle_timeout=5))
     assert result["failed"] is True
     assert "0000:05:00.0 vanished from the PCI bus" in result["msg"]
     after = kernel.state()

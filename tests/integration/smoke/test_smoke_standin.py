@@ -213,7 +213,8 @@ def test_hung_generation_is_given_up_within_the_suite_budget(standin):
     started = time.monotonic()
     smoke_test = SmokeTest(dict(KIMI, base_url=server.base_url, timeout=2, suite_timeout=5))
     results = smoke_test.run(["models", "chat", "tools", "stream", "concurrency"])
-    assert time.monotonic() - started < 6
+    # 2 s over the budget for a busy machine; without the budget the four hung checks alone take 8 s
+    assert time.monotonic() - started < 7
     assert results["models"]["status"] == "passed"
     assert results["chat"]["cause"] == "timeout" and results["chat"]["variable"] == "openai_smoke_test_request_timeout"
     assert [c["cause"] for c in smoke_test.causes] == ["timeout"]

@@ -53,7 +53,7 @@ def test_connect_timeout_is_not_a_refusal():
     try:
         started = time.monotonic()
         results, _causes = run("http://127.0.0.1:%d" % listener.getsockname()[1], ["models"], timeout=1)
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < 4  # the 1 s connect timeout, not the kernel's SYN retries (over a minute)
         assert results["models"]["cause"] == "connect_timeout"
         assert results["models"]["variable"] == "llm_server_models['kimi-k2.5'].host"
     finally:

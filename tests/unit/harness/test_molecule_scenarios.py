@@ -50,14 +50,16 @@ STAND_IN = textwrap.dedent("""\
         print(f"INFO     [{name} > converge] Executing", flush=True)
         print("PLAY [Converge] " + "*" * 20, flush=True)
         print("TASK [A slow task] " + "*" * 20, flush=True)
-        time.sleep(1.5)
+        # 1 s and 0.9 s above the lower bounds the test asserts (1.4 and 0.5): the runner stamps a line when it reads
+        # it, and a busy machine can read the TASK line late and the next one on time (helper audit, 2026-12-07).
+        time.sleep(2.4)
         print("ok: [instance]", flush=True)
         print("TASK [gpufleet.llm_server.nvidia_driver : A quick task] " + "*" * 20, flush=True)
         print("ok: [instance]", flush=True)
         print(f"INFO     [{name} > converge] Executed: Successful", flush=True)
         print(f"INFO     [{name} > verify] Executing", flush=True)
         print("RUNNING HANDLER [Restart it] " + "*" * 20, flush=True)
-        time.sleep(0.6)
+        time.sleep(1.4)
         print(f"INFO     [{name} > verify] Executed: Successful", flush=True)
     print("PLAY RECAP ok=3 changed=0 failed=0", flush=True)
 """)

@@ -83,6 +83,7 @@ class State:
     modes: list  # [(name, arg)]
     ready: threading.Event = dataclasses.field(default_factory=threading.Event)
     started_at: float = dataclasses.field(default_factory=time.time)
+    health_503s: int = 0  # /health requests answered 503 while loading (mode loading_probes)
 
     @property
     def model_id(self) -> str:
@@ -116,9 +117,20 @@ def _start_delay(state: State, arg: Optional[str]) -> None:
     time.sleep(seconds)
 
 
+def _start_loading_probes(state: State, arg: Optional[str]) -> None:
+    # Loading for as many /health probes as asked, however long the prober takes to start: a fixed delay=12 was
+    # sometimes over before a loaded machine's ansible-playbook sent its first probe (helper audit, 2026-12-07).
+    probes = int(arg if arg is not None else 3)
+    print(f"[standin] loading weights (simulated, until /health answered 503 {probes} times)", flush=True)
+    while state.health_503s < probes:
+        time.sleep(0.02)
+
+
 MODES: dict = {
     "ok": Mode(doc="normal behaviour (default)"),
     "delay": Mode(on_start=_start_delay, doc="delay=SECONDS: stay 'loading' (health 503) before ready"),
+    "loading_probes": Mode(on_start=_start_loading_probes,
+                           doc="loading_probes=N: stay 'loading' until /health has answered 503 N times"),
 }
 
 
@@ -383,6 +395,8 @@ class Handler(BaseHTTPRequestHandler):
         if path in ("/health", "/health_generate"):
             if self._ready_or_503():
                 self._send(200, b"", "text/plain")
+            elif path == "/health":
+                self.state.health_503s += 1
             return
         if not self._ready_or_503():
             return
