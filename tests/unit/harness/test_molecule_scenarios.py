@@ -33,6 +33,11 @@ STAND_IN = textwrap.dedent("""\
     if behaviour.startswith("sleep:"):
         time.sleep(float(behaviour.split(":")[1]))
         print(f"{name} line 2", flush=True)
+    if behaviour.startswith("gate:"):  # until the test creates the file (at most 120 s)
+        gate, until = pathlib.Path(behaviour.split(":", 1)[1]), time.monotonic() + 120
+        while not gate.exists() and time.monotonic() < until:
+            time.sleep(0.05)
+        print(f"{name} line 2", flush=True)
     if os.environ.get("STANDIN_TIMES"):
         with open(os.environ["STANDIN_TIMES"], "a") as times:
             times.write(f"{name} {started} {time.time()}\\n")
@@ -204,8 +209,11 @@ def test_two_runs_on_one_lock_take_turns_on_a_scenario_and_wait_for_a_plain_floc
     first_dir.mkdir()
     second_dir.mkdir()
     runs = []
-    for folder in (first_dir, second_dir):
-        cmd, env = _setup(folder, {"default": "sleep:3"}, jobs=2)
+    gate = tmp_path / "first-may-end"
+    # The first run's `default` lasts until the second run has said that it waits (a fixed 3 s could end before a
+    # busy machine had started the second runner: helper audit, 2026-12-07); then the gate ends it.
+    for folder, behaviour in ((first_dir, f"gate:{gate}"), (second_dir, "sleep:1")):
+        cmd, env = _setup(folder, {"default": behaviour}, jobs=2)
         env.update(GPUFLEET_MOLECULE_LOCK=str(lock), STANDIN_TIMES=str(tmp_path / "times"))
         runs.append((cmd, env))
     first = subprocess.Popen([*runs[0][0], "default"], env=runs[0][1], stdout=subprocess.PIPE, text=True)
@@ -213,10 +221,17 @@ def test_two_runs_on_one_lock_take_turns_on_a_scenario_and_wait_for_a_plain_floc
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not calls.exists():
         time.sleep(0.05)
-    second = subprocess.run([*runs[1][0], "default", "nvidia_driver"], env=runs[1][1], capture_output=True,
-                            text=True, timeout=120, check=False)
-    assert first.wait(timeout=60) == 0 and second.returncode == 0, second.stdout
-    assert "default: waiting for another run's scenario" in second.stdout
+    second = subprocess.Popen([*runs[1][0], "default", "nvidia_driver"], env=runs[1][1], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    said = []
+    for line in second.stdout:  # the wait is said while the first run still holds `default`
+        said.append(line)
+        if "default: waiting for another run's scenario" in line:
+            break
+    gate.touch()
+    second_stdout = "".join(said) + second.communicate(timeout=120)[0]
+    assert first.wait(timeout=60) == 0 and second.returncode == 0, second_stdout
+    assert "default: waiting for another run's scenario" in second_stdout
     lines = [line.split() for line in (tmp_path / "times").read_text().splitlines()]
     defaults = [(float(start), float(end)) for name, start, end in lines if name == "default"]
     assert len(defaults) == 2 and defaults[1][0] >= defaults[0][1], lines  # the second waited for the first

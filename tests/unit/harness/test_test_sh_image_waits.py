@@ -28,10 +28,13 @@ logs={tmp_path}
 {_wait_images_source()}
 echo "bookworm log" >"$logs/image-bookworm.log"; echo 0 >"$logs/image-bookworm.rc"
 echo "trixie log: E: debootstrap failed" >"$logs/image-trixie.log"
-( sleep 1; echo 1 >"$logs/image-trixie.rc" ) &
+# trixie's build ends only once the unit stage's wait has been checked (a fixed `sleep 1` could end first on a
+# busy machine: helper audit, 2026-12-07).
+( while [ ! -e "$logs/unit-waited" ]; do sleep 0.05; done; echo 1 >"$logs/image-trixie.rc" ) &
 image_pids=("$$:bookworm" "$!:trixie")
 wait_images bookworm; echo "unit rc=$?"
 [ -s "$logs/image-trixie.rc" ] && echo "trixie ended before" || echo "trixie still building"
+touch "$logs/unit-waited"
 wait_images; echo "molecule rc=$?"
 wait_images; echo "again rc=$?"
 wait_images bookworm; echo "bookworm again rc=$?"
