@@ -80,11 +80,14 @@ class _Proc(contextlib.AbstractContextManager):
                 raise RuntimeError(f"{self.cmd[:4]} exited rc={self.proc.returncode}: "
                                    f"{self.log_path.read_text()[-2000:]}")
             with contextlib.suppress(OSError):
-                if http("GET", self.ready_url, timeout=2)[0] == 200:
+                if self.ready():
                     return self
             time.sleep(0.3)
         self.__exit__(None, None, None)
-        raise RuntimeError(f"{self.ready_url} not ready after {self.timeout}s")
+        raise RuntimeError(f"{self.ready_url} not ready after {self.timeout}s: {self.log_path.read_text()[-2000:]}")
+
+    def ready(self) -> bool:
+        return http("GET", self.ready_url, timeout=2)[0] == 200
 
     def stop(self):
         stop_process(self.proc)
@@ -133,26 +136,17 @@ class Router(_Proc):
         cmd += extra or []
         super().__init__(cmd, tmp / f"router-{port}.log", self.url + "/liveness")
 
-    def __enter__(self):
-        super().__enter__()
+    def ready(self) -> bool:
         # /liveness answers before the router lists its --worker-urls: sglang-router 0.3.2 registers them in the
         # background, each once it answers /health. Seen 2026-12-07 beside stress-ng --cpu 2: GET /workers gave []
         # right after /liveness and test_add_remove_idempotent_and_traffic failed (1 of 1,300; stop 50's CI failed
         # one test too). A test starts from a router that lists every startup worker, as its assertions assume.
-        deadline = time.monotonic() + self.timeout
-        listed: set[str] = set()
-        while True:
-            with contextlib.suppress(OSError):
-                code, body = http("GET", self.url + "/workers", api_key=self.api_key, timeout=2)
-                if code == 200 and isinstance(body, dict):
-                    listed = {worker.get("url") for worker in body.get("workers") or []}
-            if set(self.startup_workers) <= listed:
-                return self
-            if time.monotonic() >= deadline:
-                self.__exit__(None, None, None)
-                raise RuntimeError(f"the router on {self.url} lists {sorted(listed)}, not its startup workers "
-                                   f"{self.startup_workers}, after {self.timeout}s: {self.log_path.read_text()[-2000:]}")
-            time.sleep(0.2)
+        if not super().ready():
+            return False
+        code, body = http("GET", self.url + "/workers", api_key=self.api_key, timeout=2)
+        if code != 200 or not isinstance(body, dict):
+            return False
+        return set(self.startup_workers) <= {worker.get("url") for worker in body.get("workers") or []}
 
 
 def chat(base_url: str, api_key: str | None = None, model: str = "demo"):
