@@ -112,9 +112,10 @@ def _cache() -> pathlib.Path:
     return pathlib.Path(os.environ.get("GPUFLEET_CACHE", pathlib.Path.home() / ".cache" / "gpufleet"))
 
 
-# Leaves llama.cpp's "common" library out of the build (about 40 % of its compile units; the file says why it takes
-# a project include, not a -D). Part of the cache key by its content, not its path (a clone elsewhere reuses a build).
-WITHOUT_COMMON_INCLUDE = pathlib.Path(__file__).with_name("llama_engine_without_common.cmake")
+# Leaves llama.cpp's "common" library out of the build (about 40 % of its compile units) and builds libllama at -O1
+# (the file says why each, and why a project include, not a -D). Part of the cache key by its content, not its path
+# (a clone elsewhere reuses a build).
+PROJECT_INCLUDE = pathlib.Path(__file__).with_name("llama_engine_project.cmake")
 
 
 def _platform_cmake_args() -> tuple[str, ...]:
@@ -122,13 +123,13 @@ def _platform_cmake_args() -> tuple[str, ...]:
 
 
 def cmake_args() -> tuple[str, ...]:
-    return (*_platform_cmake_args(), f"-DCMAKE_PROJECT_INCLUDE={WITHOUT_COMMON_INCLUDE}")
+    return (*_platform_cmake_args(), f"-DCMAKE_PROJECT_INCLUDE={PROJECT_INCLUDE}")
 
 
 def build_key() -> str:
     """Cache key of the engine build: changes whenever the flags, the project include or the pins change (old caches
     are not reused)."""
-    inputs = (*_platform_cmake_args(), WITHOUT_COMMON_INCLUDE.read_text(), *SERVER_PINS)
+    inputs = (*_platform_cmake_args(), PROJECT_INCLUDE.read_text(), *SERVER_PINS)
     digest = hashlib.sha256("\n".join(inputs).encode()).hexdigest()[:10]
     return f"{platform.machine()}-{digest}"
 
